@@ -1,0 +1,56 @@
+# Every command the README names lives here. Targets are idempotent: re-running skips finished work.
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+# The CPU build of torch, pinned: any other spec pulls GBs of CUDA packages.
+TORCH   := torch==2.13.0
+PYTEST_ARGS ?=
+
+.PHONY: install install-dev system-deps demo test lint format bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -e ".[ml]"
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,dev]"
+	touch $@
+
+## install: the package and its runtime dependencies into .venv (CPU torch pinned)
+install: $(VENV)/.installed
+
+## install-dev: install + test and lint tools + the system tools the tests drive (Debian's adb)
+install-dev: $(VENV)/.installed-dev system-deps
+
+## system-deps: Debian packages the integration tests use (the real `adb` client)
+system-deps:
+	@command -v adb >/dev/null 2>&1 || { \
+	  echo "installing Debian's adb client (needs root or sudo)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq adb >/dev/null; }
+
+## demo: the main job on the embedded default (simulator farm, scripted expert)
+demo: install
+	$(BIN)/distrl demo
+
+## test: the whole test suite (what CI runs)
+test: install-dev
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install-dev
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+format: install-dev
+	$(BIN)/ruff check --fix . && $(BIN)/ruff format .
+
+## bench: the simulator throughput benchmark (prints its figures)
+bench: install
+	$(BIN)/python benchmarks/sim_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

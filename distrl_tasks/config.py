@@ -1,0 +1,403 @@
+"""The one typed configuration of the project, loaded from ``params.yaml``.
+
+Every stage receives a :class:`Config` explicitly; nothing else reads YAML. Sections are frozen
+dataclasses, one per concern. Loading validates strictly: an unknown key, a value of the wrong
+type or an impossible value raises :class:`ConfigError` naming the dotted key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+TASK_SETS = ("general", "webshop")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown, mistyped or impossible."""
+
+
+def _check(ok: bool, key: str, msg: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}: {msg}")
+
+
+@dataclass(frozen=True)
+class LatencyConfig:
+    """Per-command latency of simulated devices (seconds), calibrated to emulators (README)."""
+
+    enabled: bool = False  # draw latencies at all; off in tests for determinism
+    time_scale: float = 1.0  # multiply every drawn latency (0.1 = ten times faster than real)
+    screenshot: tuple[float, float] = (0.25, 0.08)  # lognormal (median, sigma-of-log) of screencap
+    input: tuple[float, float] = (0.12, 0.05)  # input tap/swipe/keyevent round trip
+    text: tuple[float, float] = (0.6, 0.2)  # input text (per command, not per character)
+    app_launch: tuple[float, float] = (1.2, 0.3)  # cold start of an app activity
+    page_load: tuple[float, float] = (1.5, 0.5)  # a web page or search result load
+    reset: tuple[float, float] = (4.0, 1.0)  # snapshot load of a clean home screen
+
+    def validate(self, key: str) -> None:
+        _check(self.time_scale >= 0, f"{key}.time_scale", "must be >= 0")
+        for name in ("screenshot", "input", "text", "app_launch", "page_load", "reset"):
+            median, sigma = getattr(self, name)
+            _check(median >= 0 and sigma >= 0, f"{key}.{name}", "median and sigma must be >= 0")
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Injected device faults; each probability is per shell command unless stated."""
+
+    enabled: bool = False  # inject faults at all
+    offline_prob: float = 0.0  # device turns `offline` for `offline_seconds`
+    offline_seconds: float = 2.0  # how long an offline spell lasts
+    hang_prob: float = 0.0  # a command hangs for `hang_seconds` (past the client's timeout)
+    hang_seconds: float = 30.0  # length of a hang
+    crash_prob: float = 0.0  # the device crashes: every command fails until `simctl reset`
+    blank_frame_prob: float = 0.0  # a screenshot right after a navigation is a white frame
+
+    def validate(self, key: str) -> None:
+        for name in ("offline_prob", "hang_prob", "crash_prob", "blank_frame_prob"):
+            p = getattr(self, name)
+            _check(0.0 <= p <= 1.0, f"{key}.{name}", f"probability must be in [0, 1], got {p}")
+        _check(self.offline_seconds >= 0, f"{key}.offline_seconds", "must be >= 0")
+        _check(self.hang_seconds >= 0, f"{key}.hang_seconds", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """The embedded simulated Android device farm."""
+
+    host: str = "127.0.0.1"  # bind address of the ADB server; loopback only by default
+    port: int = 15037  # ADB server port of the embedded farm
+    devices: int = 8  # number of simulated devices (serials emulator-5554, -5556, ...)
+    seed: int = 0  # seeds content, latency and faults
+    render_scale: float = 0.25  # screenshot pixels per logical pixel (1080x2400 logical screen)
+    expert_mistake_rate: float = 0.0  # probability of a wrong tap / typo / detour per expert step
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # emulator-like latencies
+    faults: FaultConfig = field(default_factory=FaultConfig)  # injected faults
+
+    def validate(self, key: str) -> None:
+        _check(0 < self.port < 65536, f"{key}.port", "must be a TCP port (1..65535)")
+        _check(1 <= self.devices <= 256, f"{key}.devices", "must be in 1..256")
+        _check(0.05 <= self.render_scale <= 1.0, f"{key}.render_scale", "must be in [0.05, 1]")
+        _check(
+            0.0 <= self.expert_mistake_rate < 1.0,
+            f"{key}.expert_mistake_rate",
+            "must be in [0, 1)",
+        )
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """How episodes run on a device (simulated or real)."""
+
+    device_kind: Literal["sim", "emulator"] = "sim"  # which device fleet backs the env
+    adb_host: str = "127.0.0.1"  # adb server host (emulators: the local adb server)
+    adb_port: int = 5037  # adb server port for emulators (the sim farm uses sim.port)
+    task_set: Literal["general", "webshop"] = "general"  # AitW task family
+    data_dir: str = ""  # directory of the AitW task files (empty: the copy shipped in the package)
+    horizon_general: int = 10  # step budget per episode, general tasks (papers: 10)
+    horizon_webshop: int = 20  # step budget per episode, webshop tasks (papers: 20)
+    command_timeout_s: float = 20.0  # a device command slower than this counts as a hang
+    repeat_penalty: float = 0.4  # DistRL: cumulative penalty per repeated action
+    empty_text_penalty: float = 1.0  # DistRL: penalty for TYPE with empty text
+    invalid_action_penalty: float = 1.0  # penalty for an unparseable model output
+
+    def validate(self, key: str) -> None:
+        _check(self.horizon_general >= 1, f"{key}.horizon_general", "must be >= 1")
+        _check(self.horizon_webshop >= 1, f"{key}.horizon_webshop", "must be >= 1")
+        _check(self.command_timeout_s > 0, f"{key}.command_timeout_s", "must be > 0")
+        _check(0 < self.adb_port < 65536, f"{key}.adb_port", "must be a TCP port")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The policy and its critics."""
+
+    model: Literal["tiny", "autoui-base"] = "tiny"  # tiny = embedded default; autoui = local ckpt
+    checkpoint_dir: str = ""  # local Auto-UI-Base style checkpoint (empty: train from scratch)
+    image_encoder: Literal["small", "blip2"] = "small"  # image feature extractor
+    image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
+    temperature: float = 1.0  # sampling temperature at collection time
+    max_new_tokens: int = 128  # decoding budget for one action string
+    max_prompt_tokens: int = 512  # prompts are left-truncated to this length
+
+    def validate(self, key: str) -> None:
+        _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
+        _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
+        _check(self.max_prompt_tokens >= 16, f"{key}.max_prompt_tokens", "must be >= 16")
+        if self.image_encoder == "blip2":
+            _check(bool(self.image_encoder_path), f"{key}.image_encoder_path", "needed for blip2")
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    """The RL algorithm and its hyperparameters (defaults from the papers' configs)."""
+
+    name: Literal["distrl", "digirl", "filtered_bc"] = "distrl"  # training algorithm
+    mode: Literal["offline", "online", "off2on"] = "off2on"  # data regime
+    gamma: float = 0.5  # discount (papers' code: 0.5)
+    lambda_: float = 1.0  # Retrace trace coefficient lambda
+    rho_bar: float = 1.0  # truncation of importance ratios in targets and policy gradient
+    c_bar: float = 1.0  # truncation of importance ratios in the traces
+    entropy_coef: float = 0.01  # beta: weight of the entropy bonus
+    invalid_coef: float = 1.0  # lambda_inv: weight of the invalid-action penalty
+    lm_lr: float = 1e-4  # policy learning rate
+    critic_lr: float = 1e-4  # critic learning rate
+    max_grad_norm: float = 0.01  # gradient clipping (papers' code: 0.01)
+    batch_size: int = 4  # trajectories (or windows) per optimizer step
+    actor_epochs: int = 20  # actor updates per round
+    critic_epochs: int = 5  # critic updates per round
+    sequence_length: int = 3  # contiguous steps per sampled window (Retrace)
+    filter_top_fraction: float = 0.1  # DigiRL / Filtered BC: keep the top p of trajectories
+    priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01)  # DPER w1 |delta|, w2 rho, w3 H
+    priority_alpha: float = 0.5  # prioritized sampling exponent
+    priority_beta: float = 0.4  # importance-weight exponent of prioritized sampling
+
+    def validate(self, key: str) -> None:
+        _check(0.0 <= self.gamma <= 1.0, f"{key}.gamma", "must be in [0, 1]")
+        _check(0.0 <= self.lambda_ <= 1.0, f"{key}.lambda_", "must be in [0, 1]")
+        _check(self.rho_bar > 0 and self.c_bar > 0, f"{key}.rho_bar", "clips must be > 0")
+        _check(self.lm_lr > 0 and self.critic_lr > 0, f"{key}.lm_lr", "learning rates must be > 0")
+        _check(self.batch_size >= 1, f"{key}.batch_size", "must be >= 1")
+        _check(self.sequence_length >= 1, f"{key}.sequence_length", "must be >= 1")
+        _check(
+            0.0 < self.filter_top_fraction <= 1.0,
+            f"{key}.filter_top_fraction",
+            "must be in (0, 1]",
+        )
+        _check(0.0 <= self.priority_alpha <= 1.0, f"{key}.priority_alpha", "must be in [0, 1]")
+        _check(0.0 <= self.priority_beta <= 1.0, f"{key}.priority_beta", "must be in [0, 1]")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Trajectory shards, replay and versioning."""
+
+    root: str = "runs/data"  # directory of Parquet trajectory shards
+    replay_capacity: int = 10000  # transitions kept in the replay window
+    replay_window_rounds: int = 4  # newest rounds of shards the learner reads
+    dvc_remote: str = "runs/dvc-remote"  # default DVC remote: a local directory
+
+    def validate(self, key: str) -> None:
+        _check(self.replay_capacity >= 1, f"{key}.replay_capacity", "must be >= 1")
+        _check(self.replay_window_rounds >= 1, f"{key}.replay_window_rounds", "must be >= 1")
+
+
+@dataclass(frozen=True)
+class EvaluatorConfig:
+    """Who labels trajectories: the simulator oracle or Gemini."""
+
+    kind: Literal["oracle", "gemini"] = "oracle"  # oracle = `simctl task check` on sim devices
+    model: str = "gemini-1.5-pro"  # Gemini model name
+    base_url: str = ""  # override of the Gemini endpoint (empty: the public default)
+    concurrency: int = 4  # requests in flight at once
+    requests_per_minute: int = 60  # rate budget
+    max_retries: int = 5  # retries on 429 / 5xx / timeouts
+    last_screenshots: int = 1  # how many final screenshots are judged
+    downscale: int = 4  # images are sent at width/downscale x height/downscale
+
+    def validate(self, key: str) -> None:
+        _check(self.concurrency >= 1, f"{key}.concurrency", "must be >= 1")
+        _check(self.requests_per_minute >= 1, f"{key}.requests_per_minute", "must be >= 1")
+        _check(self.max_retries >= 0, f"{key}.max_retries", "must be >= 0")
+        _check(self.last_screenshots >= 1, f"{key}.last_screenshots", "must be >= 1")
+        _check(self.downscale >= 1, f"{key}.downscale", "must be >= 1")
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """MLflow tracking and registry."""
+
+    tracking_uri: str = "sqlite:///runs/mlflow.db"  # local SQLite store by default
+    experiment: str = "distrl"  # MLflow experiment name
+    model_name: str = "distrl-policy"  # registered model name
+
+    def validate(self, key: str) -> None:
+        _check(bool(self.experiment), f"{key}.experiment", "must not be empty")
+        _check(bool(self.model_name), f"{key}.model_name", "must not be empty")
+
+
+@dataclass(frozen=True)
+class OrchestrationConfig:
+    """Topology and rounds (replaces the seeds' `bsize`/`parallel` flags)."""
+
+    workers: int = 1  # collection workers (one Airflow mapped task each)
+    devices_per_worker: int = 8  # devices each worker drives
+    episodes_per_device: int = 2  # episodes each device runs per round
+    rounds: int = 3  # training rounds of the demo / DAG
+    asynchronous: bool = True  # DistRL actor/learner (True) or DigiRL lockstep rounds (False)
+    eval_tasks: int = 96  # first N test tasks in file order (papers: 96)
+
+    def validate(self, key: str) -> None:
+        _check(self.workers >= 1, f"{key}.workers", "must be >= 1")
+        _check(self.devices_per_worker >= 1, f"{key}.devices_per_worker", "must be >= 1")
+        _check(self.episodes_per_device >= 1, f"{key}.episodes_per_device", "must be >= 1")
+        _check(self.rounds >= 1, f"{key}.rounds", "must be >= 1")
+        _check(self.eval_tasks >= 1, f"{key}.eval_tasks", "must be >= 1")
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration; one field per section of ``params.yaml``."""
+
+    sim: SimConfig = field(default_factory=SimConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    evaluator: EvaluatorConfig = field(default_factory=EvaluatorConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    orchestration: OrchestrationConfig = field(default_factory=OrchestrationConfig)
+
+    def validate(self, key: str = "") -> None:
+        for f in dataclasses.fields(self):
+            getattr(self, f.name).validate(f.name)
+
+    def to_flat_dict(self) -> dict[str, Any]:
+        """Dotted-key view, e.g. for logging as run parameters (holds no secrets)."""
+        out: dict[str, Any] = {}
+
+        def walk(obj: Any, prefix: str) -> None:
+            for f in dataclasses.fields(obj):
+                value = getattr(obj, f.name)
+                name = f"{prefix}{f.name}"
+                if dataclasses.is_dataclass(value):
+                    walk(value, name + ".")
+                else:
+                    out[name] = list(value) if isinstance(value, tuple) else value
+
+        walk(self, "")
+        return out
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Check ``value`` against the annotation ``tp`` and convert YAML shapes (list -> tuple)."""
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
+        return _build(tp, value, key)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{key}: must be one of {list(allowed)}, got {value!r}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            try:
+                return _coerce(value, arg, key)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{key}: {value!r} does not match {tp}")
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(value, Sequence) or isinstance(value, str):
+            raise ConfigError(f"{key}: expected a list of {len(args)} values, got {value!r}")
+        if len(value) != len(args):
+            raise ConfigError(f"{key}: expected {len(args)} values, got {len(value)}")
+        return tuple(_coerce(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    if tp is type(None):
+        if value is not None:
+            raise ConfigError(f"{key}: expected null, got {value!r}")
+        return None
+    raise ConfigError(f"{key}: unsupported annotation {tp}")  # a bug in this module, not the YAML
+
+
+def _build(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        where = f"{prefix}." if prefix else ""
+        raise ConfigError(
+            f"unknown key {where}{unknown[0]} (valid keys here: {', '.join(sorted(names))})"
+        )
+    kwargs = {
+        name: _coerce(value, hints[name], f"{prefix}.{name}" if prefix else name)
+        for name, value in data.items()
+    }
+    return cls(**kwargs)
+
+
+def _apply_override(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {dotted}: {part} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def config_from_dict(data: Mapping[str, Any] | None) -> Config:
+    """Build and validate a :class:`Config` from a plain nested mapping."""
+    cfg = _build(Config, dict(data or {}), "")
+    cfg.validate()
+    return cfg
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse a ``section.key=value`` command-line override; the value is read as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r}: expected section.key=value")
+    key, raw = text.split("=", 1)
+    return key.strip(), yaml.safe_load(raw)
+
+
+def load_config(
+    path: str | Path | None = "params.yaml",
+    overrides: Mapping[str, Any] | Sequence[str] | None = None,
+) -> Config:
+    """Load ``params.yaml`` (or defaults when ``path`` is None) and apply dotted overrides.
+
+    Args:
+        path: YAML file; ``None`` means the built-in defaults.
+        overrides: ``{"sim.devices": 4}`` or ``["sim.devices=4"]``; applied after the file.
+
+    Raises:
+        ConfigError: on a missing file, malformed YAML, unknown key, wrong type or bad value.
+    """
+    tree: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            loaded = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: top level must be a mapping of sections")
+        tree = loaded
+    items = (
+        overrides.items()
+        if isinstance(overrides, Mapping)
+        else (parse_override(o) for o in (overrides or ()))
+    )
+    for key, value in items:
+        _apply_override(tree, key, value)
+    return config_from_dict(tree)

@@ -1,0 +1,39 @@
+"""Collects the app classes from their modules (kept apart so modules can import the constants)."""
+
+from __future__ import annotations
+
+import importlib
+
+from distrl_tasks.sim.app import App
+
+# module name -> class names it defines; the phone instantiates them in this order
+_MODULES: dict[str, tuple[str, ...]] = {
+    "launcher": ("Launcher", "GenericApp"),
+    "chrome": ("Chrome",),
+    "playstore": ("PlayStore",),
+    "youtube": ("YouTube",),
+    "gmail": ("Gmail",),
+    "maps": ("Maps",),
+    "clock": ("Clock",),
+    "calendar": ("Calendar",),
+    "contacts": ("Contacts",),
+    "calculator": ("Calculator",),
+    "settings": ("Settings",),
+    "simple": ("Messages", "Camera", "Photos", "Files", "Music"),
+}
+
+
+def _load() -> list[type[App]]:
+    classes: list[type[App]] = []
+    for module, names in _MODULES.items():
+        try:
+            mod = importlib.import_module(f"distrl_tasks.sim.apps.{module}")
+        except ModuleNotFoundError as exc:  # TEMPORARY while apps are being written in parallel
+            if exc.name == f"distrl_tasks.sim.apps.{module}":
+                continue
+            raise
+        classes.extend(getattr(mod, name) for name in names)
+    return classes
+
+
+APP_CLASSES: list[type[App]] = _load()

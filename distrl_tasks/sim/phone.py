@@ -1,0 +1,441 @@
+"""One simulated Android phone: apps, focus, scrolling, system bars and input semantics.
+
+The phone is synchronous and deterministic. Latency and faults belong to the transport layer
+(:mod:`distrl_tasks.sim.shell`), so tests of app logic never wait.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from distrl_tasks.sim.app import App, Page, Screen
+from distrl_tasks.sim.render import PNG_CACHE
+from distrl_tasks.sim.state import SimState
+from distrl_tasks.sim.ui import (
+    CONTENT_BOTTOM,
+    CONTENT_TOP,
+    NAV_BAR_H,
+    SCREEN_H,
+    SCREEN_W,
+    STATUS_BAR_H,
+    Node,
+    Style,
+    hit_test,
+    signature,
+    to_uiautomator_xml,
+)
+
+if TYPE_CHECKING:
+    from distrl_tasks.tasks.base import Task
+
+KEYCODE_HOME = 3
+KEYCODE_BACK = 4
+KEYCODE_ENTER = 66
+KEY_NAMES = {"KEYCODE_HOME": 3, "KEYCODE_BACK": 4, "KEYCODE_ENTER": 66, "HOME": 3, "BACK": 4}
+CLOCK_TEXT = "12:30"  # the simulated wall clock shown in the status bar (fixed: deterministic)
+TAP_SLOP = 24  # a swipe shorter than this (logical px) is a tap, as Android's touch slop
+
+
+class Phone:
+    """A simulated device. All coordinates are logical pixels on a 1080x2400 screen."""
+
+    def __init__(self, serial: str = "emulator-5554", *, seed: int = 0, render_scale: float = 0.25):
+        from distrl_tasks.sim.apps import APP_CLASSES  # apps import this module's types
+
+        self.serial = serial
+        self.seed = seed
+        self.render_scale = render_scale
+        self.rng = random.Random(seed)
+        self.apps: dict[str, App] = {}
+        self._app_classes = APP_CLASSES
+        self.task: Task | None = None
+        self.version = 0  # bumped on every mutation; keys the composed-screen cache
+        self._composed: tuple[int, Node, str] | None = None
+        self.reset()
+
+    # ----- lifecycle ---------------------------------------------------------------------
+    def reset(self) -> None:
+        """Restore the boot snapshot: home screen, default apps and settings, no task."""
+        self.apps = {cls.package: cls(self) for cls in self._app_classes}
+        self.launcher = self.apps[LAUNCHER]
+        self.front: App = self.launcher
+        self.recents: list[App] = []
+        self.focus: str | None = None
+        self.scroll: dict[tuple[str, Page], int] = {}
+        self.shade_open = False
+        self.crashed = False
+        self.installed: set[str] = {a.label for a in self.apps.values() if a.system}
+        self.installed |= set(DEFAULT_USER_APPS)
+        self.alarms: dict[str, bool] = {"07:00": False, "08:30": False}
+        self.notifications: dict[str, bool] = dict.fromkeys(self.installed, True)
+        self.task = None
+        self.task_start: SimState | None = None
+        self.just_navigated = False
+        self._touch()
+
+    def _touch(self) -> None:
+        self.version += 1
+
+    def app_by_label(self, label: str) -> App | None:
+        low = label.lower()
+        for app in self.apps.values():
+            if app.label.lower() == low:
+                return app
+        return None
+
+    # ----- navigation hooks used by apps ----------------------------------------------------
+    def on_navigate(self, app: App) -> None:
+        """An app changed its page: drop focus, mark a fresh load (for blank-frame faults)."""
+        self.focus = None
+        self.just_navigated = True
+        self._touch()
+
+    def launch(self, package: str) -> bool:
+        """Bring an app to the front (launcher icon, intent or `am start`)."""
+        app = self.apps.get(package)
+        if app is None or (app.label not in self.installed):
+            return False
+        if app is not self.front:
+            if self.front is not self.launcher:
+                self.recents = [a for a in self.recents if a is not self.front] + [self.front]
+            self.front = app
+        app.on_open()
+        self.focus = None
+        self.shade_open = False
+        self.just_navigated = True
+        self._touch()
+        return True
+
+    def go_home(self) -> None:
+        if self.front is not self.launcher:
+            self.recents = [a for a in self.recents if a is not self.front] + [self.front]
+        self.front = self.launcher
+        self.launcher.reset()
+        self.focus = None
+        self.shade_open = False
+        self._touch()
+
+    # ----- input ---------------------------------------------------------------------------
+    def tap(self, x: float, y: float) -> None:
+        self._touch()
+        if self.shade_open:
+            node = hit_test(self._shade(), x, y)
+            if node is None or node.action == "shade:close":
+                self.shade_open = False
+            return
+        node = hit_test(self.compose(), x, y)
+        if node is None:
+            return
+        if node.editable:
+            self.focus = node.resource_id
+            self._touch()
+            return
+        if node.action == "sys:back":
+            self.keyevent(KEYCODE_BACK)
+        elif node.action == "sys:home":
+            self.keyevent(KEYCODE_HOME)
+        elif node.action == "sys:recents":
+            pass  # the overview screen is not simulated; Android shows recents, nothing changes
+        elif node.action is not None:
+            front = self.front
+            front.on_tap(node.action)
+            if self.front is front and node.action.startswith("open:"):
+                self.focus = None
+        self._touch()
+
+    def swipe(self, x1: float, y1: float, x2: float, y2: float, duration_ms: int = 300) -> None:
+        dx, dy = x2 - x1, y2 - y1
+        if abs(dx) < TAP_SLOP and abs(dy) < TAP_SLOP:
+            self.tap(x1, y1)
+            return
+        self._touch()
+        if self.shade_open:
+            if dy < 0:
+                self.shade_open = False
+            return
+        if y1 < STATUS_BAR_H + 40 and dy > 300:
+            self.shade_open = True
+            self.focus = None
+            return
+        if abs(dy) < abs(dx):
+            return  # horizontal swipes are not used by any simulated app
+        handler = getattr(self.front, "on_swipe", None)
+        if handler is not None and handler(dx, dy):
+            return
+        self._scroll_by(-dy)
+
+    def input_text(self, text: str) -> None:
+        """Type into the focused field; without focus Android drops the text."""
+        self._touch()
+        if self.focus is None:
+            return
+        app = self.front
+        app.set_field(self.focus, app.field_text(self.focus) + text)
+
+    def keyevent(self, code: int | str) -> None:
+        if isinstance(code, str):
+            code = KEY_NAMES.get(code.upper(), int(code) if code.isdigit() else -1)
+        self._touch()
+        if code == KEYCODE_HOME:
+            self.go_home()
+        elif code == KEYCODE_BACK:
+            self.back()
+        elif code == KEYCODE_ENTER:
+            if self.focus is not None:
+                rid, app = self.focus, self.front
+                app.on_submit(rid, app.field_text(rid))
+        # every other key code is a no-op, as on a phone with no app bound to it
+
+    def back(self) -> None:
+        if self.shade_open:
+            self.shade_open = False
+            return
+        self.focus = None
+        if self.front.back():
+            return
+        if self.front is self.launcher:
+            return
+        # the app's back stack is empty: it finishes, and the previous task comes to the front
+        finished = self.front
+        finished.reset()
+        self.recents = [a for a in self.recents if a is not finished]
+        self.front = self.recents.pop() if self.recents else self.launcher
+        self.just_navigated = True
+
+    # ----- scrolling -----------------------------------------------------------------------
+    def _scroll_key(self) -> tuple[str, Page]:
+        return (self.front.package, self.front.page)
+
+    def _scroll_by(self, delta: float) -> None:
+        screen = self.front.build(self.front.page)
+        top = _header_bottom(screen)
+        content_h = max((n.bounds[3] for n in screen.body), default=top) - top
+        viewport = CONTENT_BOTTOM - top
+        max_scroll = max(0, content_h - viewport + 40)
+        key = self._scroll_key()
+        self.scroll[key] = int(min(max_scroll, max(0, self.scroll.get(key, 0) + delta)))
+
+    # ----- screen --------------------------------------------------------------------------
+    def compose(self) -> Node:
+        """The full view tree: status bar, app content (scrolled and clipped), nav bar."""
+        if self._composed is not None and self._composed[0] == self.version:
+            return self._composed[1]
+        root = Node(cls="android.widget.FrameLayout", bounds=(0, 0, SCREEN_W, SCREEN_H))
+        screen: Screen = self.front.build(self.front.page)
+        top = _header_bottom(screen)
+        offset = self.scroll.get(self._scroll_key(), 0)
+        content = Node(
+            cls="android.widget.FrameLayout",
+            bounds=(0, CONTENT_TOP, SCREEN_W, CONTENT_BOTTOM),
+            resource_id="android:id/content",
+        )
+        body = Node(
+            cls="android.widget.ScrollView",
+            bounds=(0, top, SCREEN_W, CONTENT_BOTTOM),
+            scrollable=True,
+        )
+        for node in screen.body:
+            clipped = _shift_clip(node, -offset, top, CONTENT_BOTTOM)
+            if clipped is not None:
+                body.add(clipped)
+        content.add(body, *screen.header)
+        for node in screen.header:
+            _mark_focus(node, self.focus)
+        for node in body.children:
+            _mark_focus(node, self.focus)
+        root.add(content, _status_bar(), _nav_bar())
+        if self.shade_open:
+            root.add(self._shade())
+        self._composed = (self.version, root, signature(root))
+        return root
+
+    def screenshot_png(self) -> bytes:
+        root = self.compose()
+        assert self._composed is not None
+        return PNG_CACHE.get_or_render(root, self.render_scale, self._composed[2])
+
+    def ui_xml(self) -> str:
+        return to_uiautomator_xml(self.compose(), package=self.front.package)
+
+    def _shade(self) -> Node:
+        shade = Node(
+            cls="android.widget.FrameLayout",
+            bounds=(0, 0, SCREEN_W, 1500),
+            resource_id="com.android.systemui:id/notification_panel",
+            style=Style(bg="#e8eaed"),
+        )
+        shade.add(
+            Node(
+                cls="android.widget.TextView",
+                bounds=(40, 60, SCREEN_W - 40, 180),
+                text=f"{CLOCK_TEXT}  Notifications",
+                style=Style(size=52, bold=True),
+            )
+        )
+        y = 220
+        for app, text in NOTIFICATIONS:
+            if not self.notifications.get(app, True):
+                continue
+            shade.add(
+                Node(
+                    cls="android.widget.TextView",
+                    bounds=(40, y, SCREEN_W - 40, y + 200),
+                    text=f"{app}: {text}",
+                    resource_id="com.android.systemui:id/notification",
+                    style=Style(bg="#ffffff", radius=36, size=40, icon=app),
+                )
+            )
+            y += 230
+        shade.add(
+            Node(
+                cls="android.widget.Button",
+                bounds=(SCREEN_W - 360, 1380, SCREEN_W - 40, 1480),
+                text="Clear all",
+                clickable=True,
+                action="shade:close",
+                style=Style(size=40, align="center"),
+            )
+        )
+        return shade
+
+    # ----- state ---------------------------------------------------------------------------
+    def state(self) -> SimState:
+        app = self.front
+        params = dict(app.page.params)
+        extra = app.state_params()
+        playing = extra.pop("playing", "")
+        params.update(extra)
+        chrome = self.apps.get(CHROME)
+        tabs = getattr(chrome, "tabs", 1), getattr(chrome, "incognito_tabs", 0)
+        windows = getattr(chrome, "windows", 1)
+        start = self.task_start
+        return SimState(
+            app=app.package,
+            app_label=app.label,
+            page=app.page.name,
+            params=params,
+            focused_field=self.focus or "",
+            field_text=app.field_text(self.focus) if self.focus else "",
+            shade_open=self.shade_open,
+            installed=frozenset(self.installed),
+            alarms=tuple(t for t, on in self.alarms.items() if on),
+            notifications=dict(self.notifications),
+            initial_notifications=dict(start.notifications) if start else dict(self.notifications),
+            chrome_tabs=tabs[0],
+            chrome_incognito_tabs=tabs[1],
+            chrome_windows=windows,
+            initial_chrome=(start.chrome_tabs, start.chrome_incognito_tabs, start.chrome_windows)
+            if start
+            else (tabs[0], tabs[1], windows),
+            playing=playing,
+            crashed=self.crashed,
+        )
+
+    def set_task(self, task: Task) -> None:
+        """Start an episode: reset, apply the task's preconditions, remember the start state."""
+        self.reset()
+        task.setup(self)
+        self.task = task
+        self.task_start = self.state()
+        self._touch()
+
+    def check_task(self) -> dict[str, Any]:
+        if self.task is None:
+            return {"success": False, "error": "no task set (use: simctl task set '<goal>')"}
+        state = self.state()
+        return {
+            "success": bool(self.task.check(state)),
+            "goal": self.task.goal,
+            "family": self.task.family,
+            "app": state.app,
+            "page": state.page,
+        }
+
+
+def _header_bottom(screen: Screen) -> int:
+    return max((n.bounds[3] for n in screen.header), default=CONTENT_TOP)
+
+
+def _shift_clip(node: Node, dy: int, top: int, bottom: int) -> Node | None:
+    """Copy of ``node`` moved by ``dy`` and clipped to [top, bottom); None if fully outside."""
+    x1, y1, x2, y2 = node.bounds
+    y1, y2 = y1 + dy, y2 + dy
+    if y2 <= top or y1 >= bottom:
+        return None
+    kids = [c for c in (_shift_clip(ch, dy, top, bottom) for ch in node.children) if c]
+    clone = Node(**{**node.__dict__, "bounds": (x1, max(y1, top), x2, min(y2, bottom))})
+    clone.children = kids
+    return clone
+
+
+def _mark_focus(node: Node, focus: str | None) -> None:
+    for n in node.walk():
+        if n.editable:
+            n.focused = focus is not None and n.resource_id == focus
+
+
+def _status_bar() -> Node:
+    bar = Node(
+        cls="android.widget.FrameLayout",
+        bounds=(0, 0, SCREEN_W, STATUS_BAR_H),
+        resource_id="com.android.systemui:id/status_bar",
+        style=Style(bg="#f8f9fa"),
+    )
+    bar.add(
+        Node(
+            cls="android.widget.TextView",
+            bounds=(40, 0, 400, STATUS_BAR_H),
+            text=CLOCK_TEXT,
+            resource_id="com.android.systemui:id/clock",
+            style=Style(size=40, bold=True),
+        ),
+        Node(
+            cls="android.widget.TextView",
+            bounds=(SCREEN_W - 400, 0, SCREEN_W - 40, STATUS_BAR_H),
+            text="LTE ▲ 87%",
+            content_desc="Battery 87 percent",
+            style=Style(size=36, align="right"),
+        ),
+    )
+    return bar
+
+
+def _nav_bar() -> Node:
+    y = SCREEN_H - NAV_BAR_H
+    bar = Node(
+        cls="android.widget.FrameLayout",
+        bounds=(0, y, SCREEN_W, SCREEN_H),
+        resource_id="com.android.systemui:id/navigation_bar_frame",
+        style=Style(bg="#f8f9fa"),
+    )
+    for i, (label, desc, action, rid) in enumerate(
+        [
+            ("◀", "Back", "sys:back", "back"),
+            ("●", "Home", "sys:home", "home"),
+            ("■", "Overview", "sys:recents", "recent_apps"),
+        ]
+    ):
+        x = 140 + i * 300
+        bar.add(
+            Node(
+                cls="android.widget.ImageView",
+                bounds=(x, y, x + 200, SCREEN_H),
+                text="",
+                content_desc=desc,
+                resource_id=f"com.android.systemui:id/{rid}",
+                clickable=True,
+                action=action,
+                style=Style(icon=label, icon_bg="#5f6368", size=40),
+            )
+        )
+    return bar
+
+
+# Imported late to avoid a cycle (apps need Phone's types only for type checking).
+from distrl_tasks.sim.apps import (  # noqa: E402
+    CHROME,
+    DEFAULT_USER_APPS,
+    LAUNCHER,
+    NOTIFICATIONS,
+)

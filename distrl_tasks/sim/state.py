@@ -1,0 +1,87 @@
+"""The observable state of a simulated phone: what task success predicates are written against.
+
+``SimState`` is a frozen snapshot taken by :meth:`distrl_tasks.sim.phone.Phone.state`. Predicates
+are pure functions ``SimState -> bool``, so they are unit-tested on hand-built states.
+
+Vocabulary (the contract between apps and predicates). ``app`` is the foreground package;
+``page`` and ``params`` come from that app's top page, merged with ``App.state_params()``:
+
+==================  ===============================  =========================================
+app (package)       page                             params
+==================  ===============================  =========================================
+launcher            home, drawer
+chrome              home (new tab page), serp,       serp: query, kind; site_*: site (e.g.
+                    site_home, site_results,         ebay.com), query, item, title; web:
+                    site_product, web, tabs           url, title. Always: incognito ("0"/"1")
+play store          home, search, app                search: query; app: app (label)
+youtube             home, search, video              search: query; video: title, channel,
+                                                     query (what led there)
+gmail               inbox, message                   message: subject
+maps                home, search, place,             search: query; place: name;
+                    directions                       directions: destination
+clock               alarms, clock, timer             alarms: -
+calendar            month, week, day                 -
+contacts            list, contact                    contact: name
+calculator          home                             expression, result
+settings            home, apps, app_info,            app_info / app_notifications: app
+                    app_notifications, wallpaper,    (label)
+                    notifications, display, ...
+messages, camera,   home                             -
+photos, files,      (files: home, downloads)
+music
+==================  ===============================  =========================================
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+
+
+def _frozen(m: Mapping) -> Mapping:
+    return MappingProxyType(dict(m))
+
+
+@dataclass(frozen=True)
+class SimState:
+    """A snapshot of everything a success predicate may look at."""
+
+    app: str = ""  # foreground package (see PACKAGES in distrl_tasks.sim.apps)
+    app_label: str = ""  # its launcher label, e.g. "Chrome"
+    page: str = ""  # page of the foreground app
+    params: Mapping[str, str] = field(default_factory=dict)  # page params + app state params
+    focused_field: str = ""  # resource-id of the focused text field, "" if none
+    field_text: str = ""  # text currently in the focused field
+    shade_open: bool = False  # the notification shade is pulled down
+    installed: frozenset[str] = frozenset()  # labels of installed apps (system and user)
+    alarms: tuple[str, ...] = ()  # enabled alarms as 24-hour "HH:MM", sorted
+    notifications: Mapping[str, bool] = field(default_factory=dict)  # app label -> enabled
+    initial_notifications: Mapping[str, bool] = field(default_factory=dict)  # at task start
+    chrome_tabs: int = 1  # open normal tabs
+    chrome_incognito_tabs: int = 0  # open incognito tabs
+    chrome_windows: int = 1  # open Chrome windows
+    initial_chrome: tuple[int, int, int] = (1, 0, 1)  # (tabs, incognito, windows) at task start
+    playing: str = ""  # title of the video or song playing in the foreground, "" if none
+    crashed: bool = False  # the device crashed and must be reset
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", _frozen(self.params))
+        object.__setattr__(self, "notifications", _frozen(self.notifications))
+        object.__setattr__(self, "initial_notifications", _frozen(self.initial_notifications))
+        object.__setattr__(self, "installed", frozenset(self.installed))
+        object.__setattr__(self, "alarms", tuple(sorted(self.alarms)))
+
+    def param(self, key: str, default: str = "") -> str:
+        return self.params.get(key, default)
+
+    def to_json(self) -> str:
+        """JSON for ``simctl state``."""
+        d = asdict(self)
+        d["params"] = dict(self.params)
+        d["notifications"] = dict(self.notifications)
+        d["initial_notifications"] = dict(self.initial_notifications)
+        d["installed"] = sorted(self.installed)
+        d["initial_chrome"] = list(self.initial_chrome)
+        return json.dumps(d, sort_keys=True)
