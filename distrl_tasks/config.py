@@ -302,7 +302,9 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             raise ConfigError(f"{key}: expected a list of {len(args)} values, got {value!r}")
         if len(value) != len(args):
             raise ConfigError(f"{key}: expected {len(args)} values, got {len(value)}")
-        return tuple(_coerce(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+        return tuple(
+            _coerce(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True))
+        )
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: expected true/false, got {value!r}")

@@ -1,4 +1,4 @@
-"""The view tree of a simulated screen: one structure for rendering, hit-testing and uiautomator XML.
+"""The view tree of a simulated screen: one structure for pixels, hit-tests and uiautomator XML.
 
 Apps describe each screen as a tree of :class:`Node` in logical pixels (1080x2400). The same tree
 is drawn into the screenshot (:mod:`distrl_tasks.sim.render`), searched by taps, and serialized

@@ -24,7 +24,7 @@ ICON_W, ICON_H = 270, 300
 
 
 def icon(x: int, y: int, label: str, color: str, action: str) -> Node:
-    """A launcher icon: a clickable cell (content-desc = label) with a badge and a label under it."""
+    """A launcher icon: a clickable cell (content-desc = label), a badge and a label under it."""
     cell = Node(
         cls="android.widget.FrameLayout",
         bounds=(x, y, x + ICON_W, y + ICON_H),
