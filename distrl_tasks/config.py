@@ -257,8 +257,16 @@ class Config:
     orchestration: OrchestrationConfig = field(default_factory=OrchestrationConfig)
 
     def validate(self, key: str = "") -> None:
-        for f in dataclasses.fields(self):
-            getattr(self, f.name).validate(f.name)
+        """Validate every section, nested sections included (each checks its own fields)."""
+
+        def walk(obj: Any, prefix: str) -> None:
+            for f in dataclasses.fields(obj):
+                value = getattr(obj, f.name)
+                if dataclasses.is_dataclass(value):
+                    value.validate(f"{prefix}{f.name}")
+                    walk(value, f"{prefix}{f.name}.")
+
+        walk(self, "")
 
     def to_flat_dict(self) -> dict[str, Any]:
         """Dotted-key view, e.g. for logging as run parameters (holds no secrets)."""

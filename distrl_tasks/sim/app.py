@@ -77,6 +77,11 @@ class App(ABC):
         self.fields = {}
 
     @property
+    def display_label(self) -> str:
+        """The label a person sees for the app now in front (the generic app overrides it)."""
+        return self.label
+
+    @property
     def page(self) -> Page:
         return self.stack[-1]
 

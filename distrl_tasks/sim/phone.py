@@ -94,7 +94,7 @@ class Phone:
     def launch(self, package: str) -> bool:
         """Bring an app to the front (launcher icon, intent or `am start`)."""
         app = self.apps.get(package)
-        if app is None or (app.label not in self.installed):
+        if app is None or (app.label not in self.installed and package != GENERIC):
             return False
         if app is not self.front:
             if self.front is not self.launcher:
@@ -312,7 +312,7 @@ class Phone:
         start = self.task_start
         return SimState(
             app=app.package,
-            app_label=app.label,
+            app_label=app.display_label,
             page=app.page.name,
             params=params,
             focused_field=self.focus or "",
@@ -393,7 +393,7 @@ def _status_bar() -> Node:
         Node(
             cls="android.widget.TextView",
             bounds=(SCREEN_W - 400, 0, SCREEN_W - 40, STATUS_BAR_H),
-            text="LTE ▲ 87%",
+            text="LTE  87%",
             content_desc="Battery 87 percent",
             style=Style(size=36, align="right"),
         ),
@@ -411,9 +411,9 @@ def _nav_bar() -> Node:
     )
     for i, (label, desc, action, rid) in enumerate(
         [
-            ("◀", "Back", "sys:back", "back"),
-            ("●", "Home", "sys:home", "home"),
-            ("■", "Overview", "sys:recents", "recent_apps"),
+            ("@back", "Back", "sys:back", "back"),
+            ("@home", "Home", "sys:home", "home"),
+            ("@recents", "Overview", "sys:recents", "recent_apps"),
         ]
     ):
         x = 140 + i * 300
@@ -426,7 +426,7 @@ def _nav_bar() -> Node:
                 resource_id=f"com.android.systemui:id/{rid}",
                 clickable=True,
                 action=action,
-                style=Style(icon=label, icon_bg="#5f6368", size=40),
+                style=Style(icon=label, icon_bg="#3c4043", size=48),
             )
         )
     return bar
@@ -436,6 +436,7 @@ def _nav_bar() -> Node:
 from distrl_tasks.sim.apps import (  # noqa: E402
     CHROME,
     DEFAULT_USER_APPS,
+    GENERIC,
     LAUNCHER,
     NOTIFICATIONS,
 )

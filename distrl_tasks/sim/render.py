@@ -32,6 +32,45 @@ def _fit(draw: ImageDraw.ImageDraw, text: str, font, width: float) -> str:
     return text[:lo] + "…"
 
 
+def _draw_glyph(draw: ImageDraw.ImageDraw, name: str, box: tuple, color: str) -> None:
+    """Vector glyphs for system icons (``Style.icon = "@name"``), which no bundled font has."""
+    x1, y1, x2, y2 = box
+    w, h = x2 - x1, y2 - y1
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    lw = max(1, round(w / 10))
+    if name == "back":
+        draw.polygon(
+            [(x1 + w * 0.25, cy), (x2 - w * 0.3, y1 + h * 0.2), (x2 - w * 0.3, y2 - h * 0.2)],
+            outline=color,
+            width=lw,
+        )
+    elif name == "home":
+        draw.ellipse(
+            (x1 + w * 0.2, y1 + h * 0.2, x2 - w * 0.2, y2 - h * 0.2), outline=color, width=lw
+        )
+    elif name == "recents":
+        draw.rectangle(
+            (x1 + w * 0.25, y1 + h * 0.25, x2 - w * 0.25, y2 - h * 0.25), outline=color, width=lw
+        )
+    elif name == "search":
+        r = w * 0.22
+        draw.ellipse(
+            (cx - r - w * 0.06, cy - r - h * 0.06, cx + r - w * 0.06, cy + r - h * 0.06),
+            outline=color,
+            width=lw,
+        )
+        draw.line((cx + r * 0.6, cy + r * 0.6, x2 - w * 0.2, y2 - h * 0.2), fill=color, width=lw)
+    elif name == "menu":
+        for f in (0.3, 0.5, 0.7):
+            r = w * 0.06
+            draw.ellipse((cx - r, y1 + h * f - r, cx + r, y1 + h * f + r), fill=color)
+    elif name == "plus":
+        draw.line((cx, y1 + h * 0.25, cx, y2 - h * 0.25), fill=color, width=lw)
+        draw.line((x1 + w * 0.25, cy, x2 - w * 0.25, cy), fill=color, width=lw)
+    else:  # unknown glyph name: a filled dot keeps the layout honest
+        draw.ellipse((x1 + w * 0.3, y1 + h * 0.3, x2 - w * 0.3, y2 - h * 0.3), fill=color)
+
+
 def render(root: Node, scale: float) -> Image.Image:
     """Rasterize ``root`` at ``scale`` screenshot pixels per logical pixel."""
     w, h = max(1, round(SCREEN_W * scale)), max(1, round(SCREEN_H * scale))
@@ -51,11 +90,18 @@ def render(root: Node, scale: float) -> Image.Image:
         if st.icon:
             d = min(y2 - y1, round(st.size * 1.6 * scale))
             cy = (y1 + y2) // 2
-            draw.ellipse((tx, cy - d // 2, tx + d, cy + d // 2), fill=st.icon_bg)
-            glyph_font = _font(round(d * 0.6))
-            draw.text(
-                (tx + d / 2, cy), st.icon[:1].upper(), font=glyph_font, fill="#ffffff", anchor="mm"
-            )
+            if st.icon.startswith("@"):
+                _draw_glyph(draw, st.icon[1:], (tx, cy - d // 2, tx + d, cy + d // 2), st.icon_bg)
+            else:
+                draw.ellipse((tx, cy - d // 2, tx + d, cy + d // 2), fill=st.icon_bg)
+                glyph_font = _font(round(d * 0.6))
+                draw.text(
+                    (tx + d / 2, cy),
+                    st.icon[:1].upper(),
+                    font=glyph_font,
+                    fill="#ffffff",
+                    anchor="mm",
+                )
             tx += d + round(20 * scale)
         label = node.text or (node.hint if node.editable else "")
         if not label:

@@ -93,7 +93,7 @@ class Launcher(App):
             Node(
                 cls="android.widget.TextView",
                 bounds=(SCREEN_W // 2 - 200, CONTENT_BOTTOM - 620, SCREEN_W // 2 + 200, dock_y),
-                text="︿ All apps",
+                text="All apps",
                 content_desc="Swipe up to see all apps",
                 clickable=True,
                 action="open:drawer",
@@ -209,6 +209,10 @@ class GenericApp(App):
             for i in range(6)
         ]
         return Screen(header=header, body=body)
+
+    @property
+    def display_label(self) -> str:
+        return self.showing
 
     def state_params(self) -> dict[str, str]:
         return {"label": self.showing}

@@ -1,0 +1,88 @@
+"""The typed config: params.yaml round-trips, and every kind of bad input names its key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from distrl_tasks.config import Config, ConfigError, load_config, parse_override
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_params_yaml_matches_defaults() -> None:
+    # params.yaml documents the defaults; drift between the two would mislead every reader
+    assert load_config(ROOT / "params.yaml") == Config()
+
+
+def test_every_field_in_params_yaml_has_a_comment() -> None:
+    for line in (ROOT / "params.yaml").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            assert "  # " in line, f"uncommented line in params.yaml: {line!r}"
+
+
+def test_overrides_as_mapping_and_strings(tmp_path: Path) -> None:
+    cfg = load_config(ROOT / "params.yaml", {"sim.devices": 3, "algorithm.name": "digirl"})
+    assert cfg.sim.devices == 3 and cfg.algorithm.name == "digirl"
+    cfg = load_config(None, ["sim.latency.enabled=true", "sim.latency.screenshot=[0.5, 0.1]"])
+    assert cfg.sim.latency.enabled is True
+    assert cfg.sim.latency.screenshot == (0.5, 0.1)
+    assert cfg.sim.devices == Config().sim.devices
+
+
+def test_ints_are_accepted_for_floats_but_not_the_reverse() -> None:
+    assert load_config(None, {"algorithm.gamma": 1}).algorithm.gamma == 1.0
+    with pytest.raises(ConfigError, match=r"sim\.devices: expected an integer"):
+        load_config(None, {"sim.devices": 2.5})
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"sim.devies": 3}, r"unknown key sim\.devies"),
+        ({"simulator.devices": 3}, r"unknown key simulator"),
+        ({"sim.devices": "many"}, r"sim\.devices: expected an integer"),
+        ({"sim.latency.enabled": "yes"}, r"sim\.latency\.enabled: expected true/false"),
+        ({"algorithm.name": "ppo"}, r"algorithm\.name: must be one of"),
+        ({"algorithm.gamma": 1.5}, r"algorithm\.gamma: must be in \[0, 1\]"),
+        ({"sim.faults.crash_prob": -0.1}, r"sim\.faults\.crash_prob: probability"),
+        ({"sim.port": 70000}, r"sim\.port: must be a TCP port"),
+        ({"sim.latency.screenshot": [0.1]}, r"sim\.latency\.screenshot: expected 2 values"),
+        ({"agent.image_encoder": "blip2"}, r"agent\.image_encoder_path: needed for blip2"),
+        ({"sim": 3}, r"sim: expected a mapping"),
+    ],
+)
+def test_bad_values_name_the_key(override: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, override)
+
+
+def test_file_errors_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sim: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    listy = tmp_path / "list.yaml"
+    listy.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_config(listy)
+
+
+def test_override_parsing() -> None:
+    assert parse_override("sim.devices=4") == ("sim.devices", 4)
+    assert parse_override("tracking.experiment=a=b") == ("tracking.experiment", "a=b")
+    with pytest.raises(ConfigError, match=r"expected section\.key=value"):
+        parse_override("sim.devices")
+
+
+def test_config_is_frozen_and_flattens() -> None:
+    cfg = Config()
+    with pytest.raises(AttributeError):
+        cfg.sim.devices = 2  # type: ignore[misc]
+    flat = cfg.to_flat_dict()
+    assert flat["sim.devices"] == cfg.sim.devices
+    assert flat["sim.latency.screenshot"] == list(cfg.sim.latency.screenshot)
+    assert all(not isinstance(v, dict) for v in flat.values())
