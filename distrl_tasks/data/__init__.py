@@ -1,0 +1,47 @@
+"""Trajectory data: the shard schema, Parquet shards on disk and the replay buffers."""
+
+from distrl_tasks.data.replay import ReplayBuffer, SequenceBatch, TransitionBatch
+from distrl_tasks.data.schema import (
+    COLUMNS,
+    SCHEMA_VERSION,
+    SchemaError,
+    add_returns,
+    discounted_returns,
+    group_trajectories,
+    observations,
+    schema_markdown,
+    trajectory_schema,
+    validate_table,
+)
+from distrl_tasks.data.shards import (
+    ShardConflictError,
+    ShardInfo,
+    VerifyReport,
+    read_shards,
+    verify_shards,
+    write_shard,
+)
+from distrl_tasks.data.sumtree import SumTree
+
+__all__ = [
+    "COLUMNS",
+    "SCHEMA_VERSION",
+    "ReplayBuffer",
+    "SchemaError",
+    "SequenceBatch",
+    "ShardConflictError",
+    "ShardInfo",
+    "SumTree",
+    "TransitionBatch",
+    "VerifyReport",
+    "add_returns",
+    "discounted_returns",
+    "group_trajectories",
+    "observations",
+    "read_shards",
+    "schema_markdown",
+    "trajectory_schema",
+    "validate_table",
+    "verify_shards",
+    "write_shard",
+]
