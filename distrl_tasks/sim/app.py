@@ -85,14 +85,14 @@ class App(ABC):
     def page(self) -> Page:
         return self.stack[-1]
 
-    def push(self, name: str, **params: str) -> None:
+    def push(self, name: str, /, **params: str) -> None:
         """Open a page on top of the back stack (a no-op if it is already the top page)."""
         page = Page(name, params)
         if page != self.page:
             self.stack.append(page)
             self.phone.on_navigate(self)
 
-    def replace(self, name: str, **params: str) -> None:
+    def replace(self, name: str, /, **params: str) -> None:
         """Swap the top page (e.g. a new search from a results page keeps one BACK step)."""
         self.stack[-1] = Page(name, params)
         self.phone.on_navigate(self)
