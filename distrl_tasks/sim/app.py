@@ -141,7 +141,7 @@ def parse_action(text: str) -> tuple[str, dict[str, str]]:
     return name, dict(parse_qsl(query, keep_blank_values=True))
 
 
-def make_action(name: str, **params: str) -> str:
+def make_action(name: str, /, **params: str) -> str:
     """Inverse of :func:`parse_action`, for building ``open:`` tokens."""
     from urllib.parse import urlencode
 
