@@ -9,26 +9,33 @@ Vocabulary (the contract between apps and predicates). ``app`` is the foreground
 ==================  ===============================  =========================================
 app (package)       page                             params
 ==================  ===============================  =========================================
-launcher            home, drawer
+launcher            home, drawer                     (generic app: label)
 chrome              home (new tab page), serp,       serp: query, kind; site_*: site (e.g.
                     site_home, site_results,         ebay.com), query, item, title; web:
-                    site_product, web, tabs           url, title. Always: incognito ("0"/"1")
+                    site_product, web, tabs, menu    url, title. Always: incognito ("0"/"1"),
+                                                     url
 play store          home, search, app                search: query; app: app (label)
-youtube             home, search, video              search: query; video: title, channel,
+youtube             home, search_box, search, video  search: query; video: title, channel,
                                                      query (what led there)
-gmail               inbox, message                   message: subject
-maps                home, search, place,             search: query; place: name;
-                    directions                       directions: destination
-clock               alarms, clock, timer             alarms: -
-calendar            month, week, day                 -
-contacts            list, contact                    contact: name
+gmail               inbox, message, search, compose  message: subject; search: query
+maps                home, search, place,             search: query; place: name, address;
+                    directions, navigation           directions: destination, address, mode
+clock               alarms, new_alarm, clock,        new_alarm: hour, minute, ampm, error;
+                    timer, stopwatch                 timer/stopwatch: running
+calendar            month, week, day                 month: month; week: start, end; day: date
+contacts            list, contact, call              list: query; contact: name, phone, email
 calculator          home                             expression, result
-settings            home, apps, app_info,            app_info / app_notifications: app
-                    app_notifications, wallpaper,    (label)
-                    notifications, display, ...
-messages, camera,   home                             -
-photos, files,      (files: home, downloads)
-music
+settings            home, apps, app_info,            app_*: app (label); search: query;
+                    app_notifications,               wallpaper_preview: name
+                    app_permissions, app_storage,
+                    wallpaper, wallpaper_preview,
+                    notifications, display, search,
+                    network, battery, sound, ...
+messages            home, conversation               conversation: name, last_sent
+camera              home                             mode, recording
+photos              home, photo                      photo: index; count
+files               home, downloads, category, file  category: kind; file: name
+music               home, playlist, search, playing  playing: title, artist
 ==================  ===============================  =========================================
 """
 
