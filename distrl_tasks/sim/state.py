@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
 
@@ -85,10 +85,11 @@ class SimState:
 
     def to_json(self) -> str:
         """JSON for ``simctl state``."""
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["params"] = dict(self.params)
         d["notifications"] = dict(self.notifications)
         d["initial_notifications"] = dict(self.initial_notifications)
         d["installed"] = sorted(self.installed)
+        d["alarms"] = list(self.alarms)
         d["initial_chrome"] = list(self.initial_chrome)
         return json.dumps(d, sort_keys=True)

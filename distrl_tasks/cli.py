@@ -1,0 +1,207 @@
+"""The ``distrl`` command line.
+
+Each command group is added to the parser by one ``_add_<group>`` function and dispatches to a
+``_cmd_<name>`` function; add a new subcommand (``demo``, ``collect``, ...) the same way in
+:func:`build_parser`. Configuration errors print one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from distrl_tasks.config import Config, ConfigError, load_config
+
+EXIT_USAGE = 2
+
+
+DEFAULT_CONFIG = "params.yaml"
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        help=f"YAML config to load (default: ./{DEFAULT_CONFIG} if present, else built-ins)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help="override one config key, e.g. --set sim.render_scale=0.5 (repeatable)",
+    )
+
+
+# ----- distrl sim ------------------------------------------------------------------------------
+def _add_sim(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser("sim", help="the simulated Android device farm")
+    simsub = sim.add_subparsers(dest="sim_command", required=True, metavar="{serve,expert}")
+
+    serve = simsub.add_parser("serve", help="serve simulated devices over the ADB protocol")
+    serve.add_argument("--port", type=int, help="TCP port (default: sim.port; 0 = any free)")
+    serve.add_argument("--devices", type=int, help="number of devices (default: sim.devices)")
+    serve.add_argument("--seed", type=int, help="farm seed (default: sim.seed)")
+    serve.add_argument("--host", help="bind address (default: sim.host, loopback)")
+    serve.add_argument("--latency", action="store_true", help="enable emulator-like latency")
+    serve.add_argument("--faults", action="store_true", help="enable injected faults")
+    serve.add_argument(
+        "--allow-kill", action="store_true", help="let `adb kill-server` stop this server"
+    )
+    _add_config_flags(serve)
+    serve.set_defaults(func=_cmd_sim_serve)
+
+    expert = simsub.add_parser("expert", help="run the scripted expert on one device")
+    expert.add_argument("--port", type=int, required=True, help="port of `distrl sim serve`")
+    expert.add_argument("--serial", required=True, help="device serial, e.g. emulator-5554")
+    expert.add_argument("--goal", required=True, help="AitW goal text")
+    expert.add_argument("--mistake-rate", type=float, default=0.0, help="per-step error rate")
+    expert.add_argument("--seed", type=int, default=0, help="seed of the expert's mistakes")
+    expert.set_defaults(func=_cmd_sim_expert)
+
+
+def _config_path(args: argparse.Namespace) -> str | None:
+    """--config if given; else ./params.yaml when the command runs in a project checkout."""
+    if args.config:
+        return args.config
+    return DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None
+
+
+def _sim_config(args: argparse.Namespace) -> tuple[Config, int]:
+    """The config with the serve flags applied, and the port to bind (0 allowed here)."""
+    overrides = list(args.overrides or [])
+    for key, value in (("devices", args.devices), ("seed", args.seed), ("host", args.host)):
+        if value is not None:
+            overrides.append(f"sim.{key}={json.dumps(value)}")
+    if args.latency:
+        overrides.append("sim.latency.enabled=true")
+    if args.faults:
+        overrides.append("sim.faults.enabled=true")
+    if args.port is not None and args.port != 0:
+        overrides.append(f"sim.port={args.port}")
+    cfg = load_config(_config_path(args), overrides)
+    port = 0 if args.port == 0 else cfg.sim.port
+    return cfg, port
+
+
+def _cmd_sim_serve(args: argparse.Namespace) -> int:
+    if args.port is not None and not 0 <= args.port < 65536:
+        raise ConfigError(f"--port: must be a TCP port (0..65535), got {args.port}")
+    cfg, port = _sim_config(args)  # config errors surface before the simulator is imported
+    sim = cfg.sim
+
+    from distrl_tasks.sim.adb_server import AdbServer
+    from distrl_tasks.sim.farm import DeviceFarm
+
+    farm = DeviceFarm(sim.devices, sim.seed, sim)
+
+    async def serve() -> None:
+        server = AdbServer(farm, host=sim.host, port=port, allow_kill=args.allow_kill)
+        try:
+            bound = await server.start()
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {sim.host}:{port}: {exc.strerror}") from exc
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        serials = farm.serials
+        extras = [
+            name
+            for name, on in (("latency", sim.latency.enabled), ("faults", sim.faults.enabled))
+            if on
+        ]
+        print(
+            f"distrl sim: {len(serials)} devices ({serials[0]} .. {serials[-1]}) on "
+            f"{sim.host}:{bound}, seed {sim.seed}"
+            + (f", {'+'.join(extras)} on" if extras else "")
+            + f"; try: adb -P {bound} devices",
+            flush=True,
+        )
+        try:
+            await server.serve_until(stop)
+        finally:
+            await server.close()
+        print("distrl sim: stopped", flush=True)
+
+    asyncio.run(serve())
+    return 0
+
+
+def _cmd_sim_expert(args: argparse.Namespace) -> int:
+    from distrl_tasks.tasks.expert import run_expert
+
+    if not 0.0 <= args.mistake_rate < 1.0:
+        raise ConfigError(f"--mistake-rate: must be in [0, 1), got {args.mistake_rate}")
+    result = run_expert(
+        host="127.0.0.1",
+        port=args.port,
+        serial=args.serial,
+        goal=args.goal,
+        mistake_rate=args.mistake_rate,
+        seed=args.seed,
+    )
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+# ----- distrl demo -----------------------------------------------------------------------------
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    demo = sub.add_parser("demo", help="the main job on the embedded default (simulator farm)")
+    demo.add_argument("--devices", type=int, help="simulated devices (default: sim.devices)")
+    demo.add_argument(
+        "--tasks-per-split", type=int, default=24, help="distinct goals per AitW split (default 24)"
+    )
+    demo.add_argument(
+        "--mistake-rate", type=float, help="expert error rate (default: sim.expert_mistake_rate)"
+    )
+    _add_config_flags(demo)
+    demo.set_defaults(func=_cmd_demo)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    overrides = list(args.overrides or [])
+    if args.devices is not None:
+        overrides.append(f"sim.devices={args.devices}")
+    if args.mistake_rate is not None:
+        overrides.append(f"sim.expert_mistake_rate={args.mistake_rate}")
+    if args.tasks_per_split < 1:
+        raise ConfigError(f"--tasks-per-split: must be >= 1, got {args.tasks_per_split}")
+    cfg = load_config(_config_path(args), overrides)
+    from distrl_tasks.demo import run_demo
+
+    return run_demo(cfg, tasks_per_split=args.tasks_per_split)
+
+
+# ----- entry point -----------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="distrl", description="Distributed RL for Android device-control agents."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_sim(sub)
+    _add_demo(sub)
+    # more command groups (demo, collect, train, ...) are added here: _add_<group>(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``distrl`` command; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"distrl: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

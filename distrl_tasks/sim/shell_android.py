@@ -1,0 +1,453 @@
+"""Android tools of the simulated device shell: ``input``, ``screencap``, ``wm``, ``dumpsys``,
+``uiautomator``, ``getprop``, ``pm``, ``am``, ``monkey``, ``settings`` and ``simctl``.
+
+Output formats follow what Android 13 prints where clients parse it (adbutils'
+``window_size``/``rotation``/``app_current``/``dump_hierarchy``/``list_packages``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import struct
+from typing import TYPE_CHECKING
+
+from distrl_tasks.sim.apps import GENERIC, LAUNCHER
+from distrl_tasks.sim.ui import SCREEN_H, SCREEN_W
+from distrl_tasks.sim.vfs import FsError
+
+if TYPE_CHECKING:
+    from distrl_tasks.sim.phone import Phone
+    from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell
+
+DENSITY = 420
+KEYCODES = {
+    "HOME": 3,
+    "BACK": 4,
+    "CALL": 5,
+    "ENDCALL": 6,
+    "DPAD_UP": 19,
+    "DPAD_DOWN": 20,
+    "DPAD_LEFT": 21,
+    "DPAD_RIGHT": 22,
+    "DPAD_CENTER": 23,
+    "VOLUME_UP": 24,
+    "VOLUME_DOWN": 25,
+    "POWER": 26,
+    "CAMERA": 27,
+    "TAB": 61,
+    "SPACE": 62,
+    "ENTER": 66,
+    "DEL": 67,
+    "MENU": 82,
+    "SEARCH": 84,
+    "VOLUME_MUTE": 164,
+    "APP_SWITCH": 187,
+    "SLEEP": 223,
+    "WAKEUP": 224,
+}
+PROPS = {
+    "ro.product.model": "sdk_gphone64_x86_64",
+    "ro.product.name": "sdk_gphone64_x86_64",
+    "ro.product.device": "emu64xa",
+    "ro.product.brand": "google",
+    "ro.product.manufacturer": "Google",
+    "ro.product.cpu.abi": "x86_64",
+    "ro.build.version.sdk": "33",
+    "ro.build.version.release": "13",
+    "ro.build.characteristics": "emulator",
+    "ro.build.type": "userdebug",
+    "ro.hardware": "ranchu",
+    "ro.kernel.qemu": "1",
+    "ro.boot.qemu": "1",
+    "ro.sf.lcd_density": str(DENSITY),
+    "sys.boot_completed": "1",
+    "dev.bootcomplete": "1",
+    "init.svc.bootanim": "stopped",
+    "persist.sys.timezone": "America/Los_Angeles",
+}
+# Package names of third-party apps that have no dedicated simulated screens.
+KNOWN_PACKAGES = {
+    "Netflix": "com.netflix.mediaclient",
+    "WhatsApp": "com.whatsapp",
+    "Google Play Movies": "com.google.android.videos",
+    "Amazon Prime Music": "com.amazon.mp3",
+    "Pandora": "com.pandora.android",
+    "Spotify": "com.spotify.music",
+    "Instagram": "com.instagram.android",
+    "Facebook": "com.facebook.katana",
+}
+
+
+def _err(msg: str, code: int = 1) -> CmdResult:
+    return b"", (msg.rstrip("\n") + "\n").encode(), code
+
+
+# ----- packages ------------------------------------------------------------------------------
+def package_for_label(label: str) -> str:
+    """A stable package name for an app label the simulator has no screens for."""
+    known = KNOWN_PACKAGES.get(label)
+    if known:
+        return known
+    slug = re.sub(r"[^a-z0-9]+", "", label.lower()) or "app"
+    return f"com.sim.{slug}"
+
+
+def installed_packages(phone: Phone) -> dict[str, tuple[str, bool]]:
+    """package -> (label, is_system) for everything installed on the phone."""
+    out: dict[str, tuple[str, bool]] = {}
+    by_label = {a.label: a for a in phone.apps.values() if a.package != GENERIC}
+    for label in phone.installed:
+        app = by_label.get(label)
+        if app is not None:
+            out[app.package] = (label, app.system)
+        else:
+            out[package_for_label(label)] = (label, False)
+    out[LAUNCHER] = (phone.apps[LAUNCHER].label, True)
+    return out
+
+
+def front_package(phone: Phone) -> str:
+    front = phone.front
+    if front.package == GENERIC:
+        return package_for_label(getattr(front, "showing", "") or "app")
+    return front.package
+
+
+def activity_of(package: str) -> str:
+    return ".NexusLauncherActivity" if package == LAUNCHER else ".MainActivity"
+
+
+def launch_package(phone: Phone, package: str) -> bool:
+    """Start ``package`` as a launcher intent would; False if it is not installed."""
+    pkgs = installed_packages(phone)
+    if package not in pkgs:
+        return False
+    if package == LAUNCHER:
+        phone.go_home()
+        return True
+    if package in phone.apps:
+        return phone.launch(package)
+    generic = phone.apps[GENERIC]
+    generic.reset()
+    generic.showing = pkgs[package][0]  # type: ignore[attr-defined]
+    return phone.launch(GENERIC)
+
+
+# ----- navigation bookkeeping for the latency model ---------------------------------------
+def _where(phone: Phone) -> tuple[str, object]:
+    return front_package(phone), phone.front.page
+
+
+def _moved(sh: DeviceShell, before: tuple[str, object]) -> None:
+    """Add app_launch / page_load to the line's latency events if the input navigated."""
+    after = _where(sh.phone)
+    if after[0] != before[0]:
+        if after[0] != LAUNCHER:
+            sh.events.append("app_launch")
+    elif after[1] != before[1]:
+        sh.events.append("page_load")
+
+
+# ----- input -----------------------------------------------------------------------------------
+_SOURCES = {"touchscreen", "touchpad", "mouse", "keyboard", "dpad", "stylus", "trackball"}
+
+
+def _input(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    while args and (args[0] in _SOURCES or args[0] == "-d"):
+        args = args[2:] if args[0] == "-d" else args[1:]
+    if not args:
+        return _err("Usage: input [<source>] <command> [<arg>...]")
+    verb, rest = args[0], args[1:]
+    phone = sh.phone
+    before = _where(phone)
+    try:
+        if verb == "tap":
+            x, y = (float(v) for v in rest[:2]) if len(rest) >= 2 else _bad(verb)
+            phone.tap(x, y)
+            sh.events.append("input")
+        elif verb in ("swipe", "draganddrop"):
+            if len(rest) < 4:
+                _bad(verb)
+            x1, y1, x2, y2 = (float(v) for v in rest[:4])
+            ms = int(float(rest[4])) if len(rest) > 4 else 300
+            phone.swipe(x1, y1, x2, y2, ms)
+            sh.events.append("input")
+        elif verb == "text":
+            if not rest:
+                _bad(verb)
+            # the shell already removed quoting; Android's only escape is %s for a space
+            phone.input_text(" ".join(rest).replace("%s", " "))
+            sh.events.append("text")
+        elif verb in ("keyevent", "press"):
+            codes = [a for a in rest if not a.startswith("--")] or (
+                ["23"] if verb == "press" else []
+            )
+            if not codes:
+                _bad(verb)
+            for code in codes:
+                _key(phone, _keycode(code))
+            sh.events.append("input")
+        else:
+            return _err(f"Error: Unknown command: {verb}")
+    except ValueError as exc:
+        return _err(f"Error: {exc}")
+    _moved(sh, before)
+    return b"", b"", 0
+
+
+def _bad(verb: str) -> tuple[float, float]:
+    raise ValueError(f"Invalid arguments for command: {verb}")
+
+
+def _keycode(text: str) -> int:
+    if text.lstrip("-").isdigit():
+        return int(text)
+    name = text.upper().removeprefix("KEYCODE_")
+    if name not in KEYCODES:
+        raise ValueError(f"Invalid arguments for command: keyevent (unknown key '{text}')")
+    return KEYCODES[name]
+
+
+def _key(phone: Phone, code: int) -> None:
+    # The phone acts on HOME, BACK and ENTER; every other key code is a no-op, as specified.
+    phone.keyevent(code)
+
+
+# ----- screen ----------------------------------------------------------------------------------
+def _screencap(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    png_flag = "-p" in args
+    files = [a for a in args if not a.startswith("-")]
+    if "-d" in args:  # "-d <display id>": the id is not a file name
+        i = args.index("-d")
+        files = [a for a in files if a != (args[i + 1] if i + 1 < len(args) else None)]
+    sh.events.append("screenshot")
+    png = sh.screenshot()
+    if files:
+        data = png if (png_flag or files[0].endswith(".png")) else _raw_frame(png)
+        try:
+            sh.fs.write(files[0], data)
+        except FsError as exc:
+            return _err(f"Error opening file: {exc}")
+        return b"", b"", 0
+    return (png if png_flag else _raw_frame(png)), b"", 0
+
+
+def _raw_frame(png: bytes) -> bytes:
+    """screencap's raw format: width, height, format (1 = RGBA_8888), dataspace, pixels."""
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(png)).convert("RGBA")
+    return struct.pack("<IIII", img.width, img.height, 1, 0) + img.tobytes()
+
+
+def _wm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    if args[:1] == ["size"]:
+        return f"Physical size: {SCREEN_W}x{SCREEN_H}\n".encode(), b"", 0
+    if args[:1] == ["density"]:
+        return f"Physical density: {DENSITY}\n".encode(), b"", 0
+    return _err("usage: wm [size|density]")
+
+
+def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    service = args[0] if args else ""
+    pkg = front_package(sh.phone)
+    act = activity_of(pkg)
+    if service == "display":
+        text = (
+            "DISPLAY MANAGER (dumpsys display)\n"
+            "  mOnlyCode=false\n"
+            "  mDefaultViewport=DisplayViewport{type=INTERNAL, valid=true, isActive=true, "
+            "displayId=0, uniqueId='local:4619827259835644672', physicalPort=0, "
+            f"orientation=0, logicalFrame=Rect(0, 0 - {SCREEN_W}, {SCREEN_H}), "
+            f"physicalFrame=Rect(0, 0 - {SCREEN_W}, {SCREEN_H}), "
+            f"deviceWidth={SCREEN_W}, deviceHeight={SCREEN_H}}}\n"
+            f'  mBaseDisplayInfo=DisplayInfo{{"Built-in Screen", displayId 0, real {SCREEN_W} x '
+            f"{SCREEN_H}, largest app {SCREEN_W} x {SCREEN_H}, density {DENSITY}, rotation 0}}\n"
+        )
+    elif service == "window":
+        text = (
+            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
+            f"  mCurrentFocus=Window{{5b1e2a4 u0 {pkg}/{pkg}{act}}}\n"
+            f"  mFocusedApp=ActivityRecord{{8f3c1d2 u0 {pkg}/{act} t17}}\n"
+        )
+    elif service == "activity":
+        text = (
+            "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n"
+            f"    mResumedActivity: ActivityRecord{{8f3c1d2 u0 {pkg}/{act} t17}}\n"
+            f"  ACTIVITY {pkg}/{act} 8f3c1d2 pid=4242\n"
+        )
+    elif service == "power":
+        text = "POWER MANAGER (dumpsys power)\n  mHoldingDisplaySuspendBlocker=true\n"
+    elif service == "battery":
+        text = (
+            "Current Battery Service state:\n  AC powered: true\n  USB powered: false\n"
+            "  present: true\n  level: 87\n  scale: 100\n  status: 2\n  health: 2\n"
+            "  voltage: 5000\n  temperature: 250\n  technology: Li-ion\n"
+        )
+    else:
+        return _err(f"Can't find service: {service}") if service else (b"", b"", 0)
+    return text.encode(), b"", 0
+
+
+def _uiautomator(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    if args[:1] != ["dump"]:
+        return _err("Usage: uiautomator dump [--compressed] [file]")
+    files = [a for a in args[1:] if not a.startswith("--")]
+    target = files[0] if files else "/sdcard/window_dump.xml"
+    xml = sh.phone.ui_xml().encode()
+    sh.events.append("screenshot")  # a hierarchy dump costs about as much as a screencap
+    message = f"UI hierchary dumped to: {target}\n".encode()  # sic: Android's own typo
+    if target == "/dev/tty":
+        return xml + message, b"", 0
+    try:
+        sh.fs.write(target, xml)
+    except FsError as exc:
+        return _err(f"ERROR: could not write {target}: {exc}")
+    return message, b"", 0
+
+
+def _getprop(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    props = {**PROPS, "ro.serialno": sh.phone.serial, "ro.boot.serialno": sh.phone.serial}
+    if args:
+        return (props.get(args[0], args[1] if len(args) > 1 else "") + "\n").encode(), b"", 0
+    return "".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())).encode(), b"", 0
+
+
+def _settings(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    if len(args) >= 3 and args[0] == "get":
+        return (sh.settings.get(f"{args[1]}/{args[2]}", "null") + "\n").encode(), b"", 0
+    if len(args) >= 4 and args[0] == "put":
+        sh.settings[f"{args[1]}/{args[2]}"] = args[3]
+        return b"", b"", 0
+    return _err("usage: settings get|put NAMESPACE KEY [VALUE]")
+
+
+# ----- packages and activities -----------------------------------------------------------------
+def _pm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    phone = sh.phone
+    pkgs = installed_packages(phone)
+    if args[:2] == ["list", "packages"]:
+        flags = {a for a in args[2:] if a.startswith("-")}
+        words = [a for a in args[2:] if not a.startswith("-")]
+        rows = []
+        for pkg, (_, system) in sorted(pkgs.items()):
+            if ("-3" in flags and system) or ("-s" in flags and not system):
+                continue
+            if words and words[0] not in pkg:
+                continue
+            rows.append(f"package:{pkg}\n")
+        return "".join(rows).encode(), b"", 0
+    if args[:1] == ["path"] and len(args) > 1:
+        if args[1] not in pkgs:
+            return b"", b"", 1
+        return f"package:/data/app/{args[1]}-1/base.apk\n".encode(), b"", 0
+    if args[:1] in (["clear"], ["uninstall"]) and len(args) > 1:
+        pkg = args[-1]
+        if pkg not in pkgs:
+            return b"", f"Failure [not installed for 0: {pkg}]\n".encode(), 1
+        label, system = pkgs[pkg]
+        if args[0] == "uninstall":
+            if system:
+                return b"", b"Failure [DELETE_FAILED_INTERNAL_ERROR]\n", 1
+            phone.installed.discard(label)
+            if front_package(phone) == pkg:
+                phone.go_home()
+        elif pkg in phone.apps:
+            phone.apps[pkg].reset()
+        phone._touch()
+        return b"Success\n", b"", 0
+    return _err("pm: unsupported command (try: list packages, path, clear, uninstall)")
+
+
+def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    phone = sh.phone
+    if not args:
+        return _err("usage: am start|force-stop ...")
+    verb, rest = args[0], args[1:]
+    if verb in ("force-stop", "kill") and rest:
+        pkg = rest[-1]
+        if front_package(phone) == pkg:
+            phone.go_home()
+        if pkg in phone.apps:
+            phone.apps[pkg].reset()
+        phone._touch()
+        return b"", b"", 0
+    if verb not in ("start", "start-activity"):
+        return _err(f"am: unsupported command: {verb}")
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(rest):
+        if rest[i] in ("-n", "-a", "-d", "-c") and i + 1 < len(rest):
+            opts[rest[i]] = rest[i + 1]
+            i += 2
+        else:
+            i += 1
+    before = _where(phone)
+    if "-n" in opts:
+        pkg = opts["-n"].split("/", 1)[0]
+    elif opts.get("-a") == "android.intent.action.VIEW" and "-d" in opts:
+        pkg = "com.android.chrome"
+    else:
+        return _err("Error: no component (-n pkg/activity) given")
+    if not launch_package(phone, pkg):
+        return _err(f"Error: Activity class {{{opts.get('-n', pkg)}}} does not exist.")
+    sh.events.append("input")
+    _moved(sh, before)
+    return f"Starting: Intent {{ cmp={pkg}/{activity_of(pkg)} }}\n".encode(), b"", 0
+
+
+def _monkey(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    if "-p" not in args or args.index("-p") + 1 >= len(args):
+        return _err("usage: monkey -p PACKAGE -c android.intent.category.LAUNCHER 1")
+    pkg = args[args.index("-p") + 1]
+    before = _where(sh.phone)
+    if not launch_package(sh.phone, pkg):
+        return b"", b"** No activities found to run, monkey aborted.\n", 252
+    sh.events.append("input")
+    _moved(sh, before)
+    return b"  bash arg: -p\nEvents injected: 1\n## Network stats: elapsed time=12ms\n", b"", 0
+
+
+# ----- simulator control -----------------------------------------------------------------------
+SIMCTL_USAGE = "usage: simctl task set '<goal>' | simctl task check | simctl reset | simctl state"
+
+
+def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    phone = sh.phone
+    if args[:1] == ["reset"]:
+        phone.reset()
+        sh.events.append("reset")
+        return b"", b"", 0
+    if args[:1] == ["state"]:
+        return (phone.state().to_json() + "\n").encode(), b"", 0
+    if args[:2] == ["task", "check"]:
+        return (json.dumps(phone.check_task()) + "\n").encode(), b"", 0
+    if args[:2] == ["task", "set"] and len(args) > 2:
+        from distrl_tasks.tasks.parse import parse_goal  # written apart; imported on first use
+
+        goal = " ".join(args[2:])
+        try:
+            task = parse_goal(goal)
+        except ValueError as exc:
+            return _err(f"simctl: {exc}", 2)
+        phone.set_task(task)
+        sh.events.append("reset")
+        return (json.dumps({"goal": task.goal, "family": task.family}) + "\n").encode(), b"", 0
+    return _err(SIMCTL_USAGE, 2)
+
+
+ANDROID_COMMANDS: dict[str, Command] = {
+    "input": _input,
+    "screencap": _screencap,
+    "wm": _wm,
+    "dumpsys": _dumpsys,
+    "uiautomator": _uiautomator,
+    "getprop": _getprop,
+    "settings": _settings,
+    "pm": _pm,
+    "am": _am,
+    "monkey": _monkey,
+    "simctl": _simctl,
+}
