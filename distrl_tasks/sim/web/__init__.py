@@ -213,36 +213,6 @@ def box(
     )
 
 
-def wordmark(
-    letters: Sequence[tuple[str, str]],
-    x: int,
-    y: int,
-    height: int,
-    size: int,
-    *,
-    center: bool = False,
-    desc: str = "",
-    action: str | None = None,
-) -> Node:
-    """A logo drawn as letters in their own colors (Google, eBay), laid out with real widths."""
-    total = sum(text_width(ch, size) for ch, _ in letters)
-    left = (SCREEN_W - total) // 2 if center else x
-    logo = box((left, y, left + total + 8, y + height), desc=desc, action=action)
-    cursor = left
-    for ch, color in letters:
-        w = text_width(ch, size)
-        logo.add(
-            label(ch, (cursor - 16, y, cursor + w + 8, y + height), size=size, fg=color, bold=True)
-        )
-        cursor += w
-    return logo
-
-
-def divider(y: int, color: str = "#e8eaed", x1: int = 0, x2: int = SCREEN_W) -> Node:
-    """A 2 px horizontal rule."""
-    return Node(cls="android.view.View", bounds=(x1, y, x2, y + 2), style=Style(bg=color))
-
-
 GOOGLE_LETTERS = (
     ("G", "#4285f4"),
     ("o", "#ea4335"),
