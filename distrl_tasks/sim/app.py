@@ -53,6 +53,7 @@ class Screen:
     body: list[Node] = field(default_factory=list)
     # a white frame may be shown before this screen paints (page loads, app starts)
     loads: bool = False
+    background: str | None = None  # color behind the whole content area (e.g. a wallpaper)
 
 
 class App(ABC):

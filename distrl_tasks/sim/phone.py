@@ -212,7 +212,8 @@ class Phone:
         top = _header_bottom(screen)
         content_h = max((n.bounds[3] for n in screen.body), default=top) - top
         viewport = CONTENT_BOTTOM - top
-        max_scroll = max(0, content_h - viewport + 40)
+        # a little slack past the last row, only when there is something to scroll at all
+        max_scroll = content_h - viewport + 40 if content_h > viewport else 0
         key = self._scroll_key()
         self.scroll[key] = int(min(max_scroll, max(0, self.scroll.get(key, 0) + delta)))
 
@@ -229,6 +230,7 @@ class Phone:
             cls="android.widget.FrameLayout",
             bounds=(0, CONTENT_TOP, SCREEN_W, CONTENT_BOTTOM),
             resource_id="android:id/content",
+            style=Style(bg=screen.background),
         )
         body = Node(
             cls="android.widget.ScrollView",

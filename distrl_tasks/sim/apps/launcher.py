@@ -21,6 +21,7 @@ DRAWER_SEARCH_ID = f"{LAUNCHER}:id/drawer_search"
 HOME_GRID = (PLAY_STORE, GMAIL, PHOTOS, YOUTUBE)
 DOCK = (MESSAGES, CHROME, CAMERA)
 ICON_W, ICON_H = 270, 300
+WALLPAPER = "#dce8f7"  # the home screen's wallpaper color
 
 
 def icon(x: int, y: int, label: str, color: str, action: str) -> Node:
@@ -76,13 +77,13 @@ class Launcher(App):
                 bounds=(PAD, CONTENT_TOP + 40, SCREEN_W - PAD, CONTENT_TOP + 300),
                 text="Saturday, Nov 21  ·  18°C",
                 style=Style(size=48, fg="#202124"),
-            )
+            ),
         ]
         body: list[Node] = []
         y = CONTENT_TOP + 1150
         installed = [p for p in HOME_GRID if self._shown(p)]
         for i, package in enumerate(installed):
-            body.append(self._icon_for(PAD + i * ICON_W - 10, y, package))
+            body.append(self._icon_for(i * ICON_W, y, package))
         dock_y = CONTENT_BOTTOM - 520
         for i, package in enumerate(p for p in DOCK if self._shown(p)):
             body.append(self._icon_for(PAD + 120 + i * (ICON_W + 40), dock_y, package))
@@ -100,7 +101,7 @@ class Launcher(App):
                 style=Style(size=32, fg="#5f6368", align="center"),
             )
         )
-        return Screen(header=header, body=body)
+        return Screen(header=header, body=body, background=WALLPAPER)
 
     def _drawer(self) -> Screen:
         header = [search_field(self, DRAWER_SEARCH_ID, "Search apps", y=CONTENT_TOP + 40)]
