@@ -173,4 +173,10 @@ def run_demo(cfg: Config, *, tasks_per_split: int = 24, mistake_rate: float | No
         print(f"  error: {err}")
     if len(errors) > 10:
         print(f"  ... and {len(errors) - 10} more errors")
+    print(
+        "\nNext: serve the farm yourself and drive it with adb or adbutils:\n"
+        "  distrl sim serve --port 15037 --devices 4\n"
+        "  adb -P 15037 devices\n"
+        "  distrl sim expert --port 15037 --serial emulator-5554 --goal 'Set an alarm for 6pm'"
+    )
     return 1 if errors else 0

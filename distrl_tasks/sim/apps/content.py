@@ -109,12 +109,37 @@ def display_name(text: str) -> str:
     return " ".join(w for w in out if w)
 
 
+# Two or more capitalized words in a row: a proper name such as "Best Buy" or "New York Times".
+_NAME_RUN = re.compile(r"\b[A-Z0-9][\w'&.-]*(?:\s+[A-Z0-9][\w'&.-]*)+")
+
+
+def is_proper_name(text: str) -> bool:
+    """True when ``text`` is entirely a run of capitalized words (a chain, channel, brand)."""
+    match = _NAME_RUN.fullmatch(clean(text))
+    return match is not None
+
+
 def strip_words(text: str, words: Sequence[str]) -> str:
-    """Remove whole words/phrases (case-insensitive) and tidy the spaces left behind."""
-    out = f" {clean(text)} "
+    """Remove whole words/phrases (case-insensitive) and tidy the spaces left behind.
+
+    Runs of capitalized words are names and are kept whole ("Best Buy" keeps "Best", "New York
+    Times" keeps "New"), unless the run itself is one of ``words`` ("Google Maps").
+    """
+    fillers = {w.lower() for w in words}
+    names: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        run = match.group(0)
+        if run.lower() in fillers:
+            return run
+        names.append(run)
+        return f"\x00{len(names) - 1}\x00"
+
+    out = f" {clean(_NAME_RUN.sub(hide, clean(text)))} "
     for phrase in sorted(words, key=len, reverse=True):
         out = re.sub(rf"(?i)(?<=\s){re.escape(phrase)}(?=\s)", " ", out)
         out = f" {clean(out)} "
+    out = re.sub("\x00(\\d+)\x00", lambda m: names[int(m.group(1))], out)
     return clean(out).strip(" ,.?!:;'\"-")
 
 
@@ -439,7 +464,12 @@ def search_places(query: str, count: int = 6) -> list[Place]:
     """Places matching ``query``: branches of a named chain, or made-up places of a kind."""
     what, city = parse_place_query(query)
     words = set(what.lower().split())
-    category = next((kind for kind in PLACE_KINDS if words & set(kind[0])), None)
+    # a proper name ("Burger King", "Best Buy") is a chain, even when it contains a category word
+    category = (
+        None
+        if is_proper_name(what)
+        else next((kind for kind in PLACE_KINDS if words & set(kind[0])), None)
+    )
     rng = seeded("places", what.lower(), city)
     candidates: list[Place] = []
     for i in range(count * 3):
