@@ -387,4 +387,4 @@ async def _finish(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     with contextlib.suppress(TimeoutError, ConnectionError):
         async with asyncio.timeout(DRAIN_TIMEOUT_S):
             while await reader.read(65536):
-                pass
+                continue  # discard whatever the client still sends until it hangs up

@@ -26,12 +26,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
 def _load() -> list[type[App]]:
     classes: list[type[App]] = []
     for module, names in _MODULES.items():
-        try:
-            mod = importlib.import_module(f"distrl_tasks.sim.apps.{module}")
-        except ModuleNotFoundError as exc:  # TEMPORARY while apps are being written in parallel
-            if exc.name == f"distrl_tasks.sim.apps.{module}":
-                continue
-            raise
+        mod = importlib.import_module(f"distrl_tasks.sim.apps.{module}")
         classes.extend(getattr(mod, name) for name in names)
     return classes
 
