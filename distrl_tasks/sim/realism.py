@@ -10,8 +10,8 @@ Latency model: each category has a lognormal latency ``median * exp(sigma * N(0,
 ``LatencyConfig.time_scale``. A command's delay is the sum over the categories it touched, e.g.
 a tap that opens an app costs ``input + app_launch``.
 
-Calibration and sources (from /work/shared/REFERENCE.md; "measured" means reported by others,
-"estimate" means ours, not measured on real emulators in this project):
+Calibration and sources (the DigiRL/DistRL papers, their code and issue trackers; "measured"
+means reported by others, "estimate" means ours, not measured on real emulators in this project):
 
 * ``reset`` median 4 s, sigma 1: snapshot load of a clean AVD is ≈5 s vs ≈2 min for a cold boot
   (DigiRL issue #44, users' reports). DigiRL instead re-clones the AVD on every reset, which took
