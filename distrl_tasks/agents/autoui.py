@@ -1,0 +1,169 @@
+"""The AutoUI policy network: a T5 encoder-decoder whose encoder states are fused with an image.
+
+Fusion (AutoUI, REFERENCE §4): the screenshot feature vector is projected to ``d_model`` by
+``image_dense``; single-head attention (``mha_layer``) lets every text state attend to the
+projected image tokens; a sigmoid gate (``gate_dense`` over ``[text; attended]``) mixes the
+attended image context into each text state; the decoder cross-attends to the fused states.
+
+The module holds the Hugging Face T5 parts under the same names as Auto-UI checkpoints
+(``shared``, ``encoder``, ``decoder``, ``lm_head``, ``image_dense``, ``mha_layer``,
+``gate_dense``), so an Auto-UI-Base state dict loads without renaming.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import T5Config, T5ForConditionalGeneration
+
+DEFAULT_IMAGE_DIM = 1408  # BLIP-2 ViT-g pooled feature size, as the papers' policy uses
+
+
+def lm_head_is_tied(config: T5Config) -> bool:
+    """Original T5 ties the output projection to the embeddings and rescales decoder outputs;
+    T5 v1.1 (FLAN, Auto-UI) keeps a separate, unscaled head. transformers 5 records the choice
+    as ``scale_decoder_outputs``, older versions as ``tie_word_embeddings``."""
+    return bool(getattr(config, "scale_decoder_outputs", config.tie_word_embeddings))
+
+
+def tiny_t5_config(vocab_size: int = 384, *, d_model: int = 256, layers: int = 3) -> T5Config:
+    """The embedded default: a few million parameters, trainable from scratch on a CPU.
+
+    Dropout is off so that, for the same weights, the learner's recomputed log-probs equal the
+    actor's behaviour log-probs exactly (importance ratios of 1 on-policy).
+    """
+    return T5Config(
+        vocab_size=vocab_size,
+        d_model=d_model,
+        d_kv=64,
+        d_ff=3 * d_model,
+        num_layers=layers,
+        num_decoder_layers=layers,
+        num_heads=max(1, d_model // 64),
+        relative_attention_num_buckets=32,
+        relative_attention_max_distance=128,
+        dropout_rate=0.0,
+        feed_forward_proj="relu",
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
+
+
+class AutoUIModel(nn.Module):
+    """T5 with AutoUI's gated image fusion between encoder and decoder.
+
+    Args:
+        config: the T5 configuration (vocabulary, sizes, tying).
+        image_dim: length of one image feature vector (1408 for BLIP-2).
+    """
+
+    def __init__(self, config: T5Config, image_dim: int = DEFAULT_IMAGE_DIM) -> None:
+        super().__init__()
+        if image_dim < 1:
+            raise ValueError(f"image_dim must be >= 1, got {image_dim}")
+        t5 = T5ForConditionalGeneration(config)
+        self.config = t5.config
+        self.image_dim = int(image_dim)
+        self.tied = lm_head_is_tied(config)
+        d_model = config.d_model
+        self.shared = t5.shared
+        self.encoder = t5.encoder
+        self.decoder = t5.decoder
+        if self.tied:
+            self.lm_head = t5.lm_head
+            self.lm_head.weight = self.shared.weight
+        else:
+            # transformers 5 ties the head unconditionally; v1.1 checkpoints need their own.
+            self.lm_head = nn.Linear(d_model, config.vocab_size, bias=False)
+            nn.init.normal_(self.lm_head.weight, std=d_model**-0.5)
+        self.image_dense = nn.Linear(self.image_dim, d_model)
+        self.mha_layer = nn.MultiheadAttention(d_model, num_heads=1, batch_first=True)
+        self.gate_dense = nn.Linear(2 * d_model, d_model)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.config.vocab_size)
+
+    @property
+    def decoder_start_id(self) -> int:
+        start = self.config.decoder_start_token_id
+        return int(self.config.pad_token_id if start is None else start)
+
+    def num_parameters(self) -> int:
+        """Distinct trainable parameters (tied tensors counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def _image_tokens(self, image_features: torch.Tensor, batch: int) -> torch.Tensor:
+        feats = image_features
+        if feats.dim() == 2:
+            feats = feats.unsqueeze(1)  # one image token per example
+        if feats.dim() != 3 or feats.shape[0] != batch or feats.shape[-1] != self.image_dim:
+            raise ValueError(
+                f"image_features must be [B, {self.image_dim}] or [B, N, {self.image_dim}] with "
+                f"B = {batch}, got {tuple(image_features.shape)}"
+            )
+        return self.image_dense(feats.to(self.image_dense.weight.dtype))
+
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        image_features: torch.Tensor,
+    ) -> torch.Tensor:
+        """Fused encoder states ``[B, L, d_model]`` of a padded prompt batch and its images."""
+        text = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        image = self._image_tokens(image_features, input_ids.shape[0])
+        attended, _ = self.mha_layer(text, image, image, need_weights=False)
+        gate = torch.sigmoid(self.gate_dense(torch.cat([text, attended], dim=-1)))
+        return (1.0 - gate) * text + gate * attended
+
+    def decode(
+        self,
+        decoder_input_ids: torch.Tensor,
+        encoder_states: torch.Tensor,
+        attention_mask: torch.Tensor,
+        past_key_values: Any = None,
+        use_cache: bool = False,
+    ) -> tuple[torch.Tensor, Any]:
+        """Logits ``[B, T, V]`` for ``decoder_input_ids`` and the updated key/value cache."""
+        out = self.decoder(
+            input_ids=decoder_input_ids,
+            encoder_hidden_states=encoder_states,
+            encoder_attention_mask=attention_mask,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+        )
+        hidden = out.last_hidden_state
+        if self.tied:
+            hidden = hidden * (self.config.d_model**-0.5)
+        return self.lm_head(hidden), (out.past_key_values if use_cache else None)
+
+    def shift_right(self, labels: torch.Tensor) -> torch.Tensor:
+        """Teacher-forcing decoder inputs: the start id, then the labels minus the last one."""
+        start = torch.full_like(labels[:, :1], self.decoder_start_id)
+        return torch.cat([start, labels[:, :-1]], dim=1)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        image_features: torch.Tensor,
+        labels: torch.Tensor,
+    ) -> torch.Tensor:
+        """Teacher-forced logits ``[B, T, V]``; position ``t`` scores ``labels[:, t]``."""
+        states = self.encode(input_ids, attention_mask, image_features)
+        logits, _ = self.decode(self.shift_right(labels), states, attention_mask)
+        return logits
+
+
+def build_tiny_model(
+    image_dim: int = DEFAULT_IMAGE_DIM, *, vocab_size: int = 384, seed: int = 0
+) -> AutoUIModel:
+    """A freshly initialised embedded-default model (deterministic for a given ``seed``)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return AutoUIModel(tiny_t5_config(vocab_size), image_dim)

@@ -1,0 +1,320 @@
+"""The policy API: batched action sampling with behaviour log-probs, and teacher-forced scoring.
+
+Log-prob convention (used by both :meth:`AutoUIPolicy.act` and :meth:`AutoUIPolicy.log_prob`):
+the log-probability of an action is the sum, over its decoder tokens including the final eos (no
+eos when the text filled the ``max_new_tokens`` budget), of ``log softmax(logits / T)`` restricted
+to the tokens the policy may generate (:meth:`Tokenizer.output_mask`). ``T`` is the sampling
+temperature; greedy decoding reports the same temperature-adjusted quantity for its argmax tokens.
+
+``act`` samples token by token with a key/value cache, then scores the sampled ids with one
+teacher-forced pass through the same code as ``log_prob``, so the behaviour log-prob the actor
+stores and the one the learner recomputes from the action text agree to float rounding. With the
+byte tokenizer the sampled ids are always the canonical encoding of the returned text. A
+SentencePiece sample can be a non-canonical segmentation; such a row is scored on the canonical
+ids of its text (what the learner will see) and flagged in :class:`Sample.canonical`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
+from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
+from distrl_tasks.agents.image_encoders import image_feature_dim
+from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
+from distrl_tasks.config import AgentConfig
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the policy sees at one step: the AutoUI prompt and the last frame's features."""
+
+    prompt: str  # "Previous Actions: ... Goal: ..." (see format_prompt)
+    image_features: np.ndarray | torch.Tensor  # [D], one screenshot's encoder output
+
+
+def format_prompt(goal: str, previous_actions: Sequence[str] = (), history: int = 1) -> str:
+    """AutoUI's prompt: the last ``history`` actions (the papers keep 1), then the goal."""
+    if history < 0:
+        raise ValueError(f"history must be >= 0, got {history}")
+    recent = list(previous_actions)[-history:] if history else []
+    return "Previous Actions: " + " ".join(recent) + " Goal: " + goal
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Result of :meth:`AutoUIPolicy.sample`."""
+
+    texts: list[str]  # decoded actions, eos removed
+    token_ids: list[list[int]]  # the exact sampled ids (eos included when produced)
+    log_probs: torch.Tensor  # [B] behaviour log-probs (see the module docstring)
+    canonical: list[bool]  # sampled ids == the tokenizer's encoding of the text
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Result of :meth:`AutoUIPolicy.score`; every tensor carries gradient."""
+
+    log_prob: torch.Tensor  # [B] sum of token log-probs
+    entropy: torch.Tensor  # [B] sum over the action's positions of the per-token entropy
+    token_log_probs: torch.Tensor  # [B, T] zero beyond each action's length
+    lengths: torch.Tensor  # [B] scored tokens per action
+
+
+class AutoUIPolicy:
+    """Batched inference and scoring around an :class:`AutoUIModel` and its tokenizer.
+
+    The caller owns train/eval mode (the tiny model has no dropout; for checkpoints with dropout,
+    call ``policy.model.eval()`` before collecting so behaviour log-probs are reproducible).
+
+    Args:
+        model: the network.
+        tokenizer: its tokenizer.
+        temperature: default sampling temperature (> 0).
+        max_new_tokens: decoding budget per action.
+        max_prompt_tokens: prompts are left-truncated to this many tokens (eos included).
+    """
+
+    def __init__(
+        self,
+        model: AutoUIModel,
+        tokenizer: Tokenizer,
+        *,
+        temperature: float = 1.0,
+        max_new_tokens: int = 128,
+        max_prompt_tokens: int = 512,
+    ) -> None:
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if max_new_tokens < 1 or max_prompt_tokens < 2:
+            raise ValueError("max_new_tokens must be >= 1 and max_prompt_tokens >= 2")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.temperature = float(temperature)
+        self.max_new_tokens = int(max_new_tokens)
+        self.max_prompt_tokens = int(max_prompt_tokens)
+        self._allowed_cpu = tokenizer.output_mask(model.vocab_size)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.shared.weight.device
+
+    def _allowed(self) -> torch.Tensor:
+        return self._allowed_cpu.to(self.device)
+
+    def _temperature(self, temperature: float | None) -> float:
+        t = self.temperature if temperature is None else float(temperature)
+        if t <= 0:
+            raise ValueError(f"temperature must be > 0, got {t}")
+        return t
+
+    def _encoder_inputs(
+        self, observations: Sequence[Observation]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if len(observations) == 0:
+            raise ValueError("observations must not be empty")
+        prompts, feats = [], []
+        for i, obs in enumerate(observations):
+            if not isinstance(obs, Observation):
+                raise TypeError(f"observation {i}: expected Observation, got {type(obs).__name__}")
+            raw = obs.image_features
+            if isinstance(raw, torch.Tensor):
+                f = raw.detach().to("cpu", torch.float32)
+            else:
+                f = torch.from_numpy(np.asarray(raw, dtype=np.float32))
+            if f.shape != (self.model.image_dim,):
+                raise ValueError(
+                    f"observation {i}: image_features must have shape ({self.model.image_dim},), "
+                    f"got {tuple(f.shape)}"
+                )
+            prompts.append(self.tokenizer.encode_prompt(obs.prompt, self.max_prompt_tokens))
+            feats.append(f)
+        ids, mask = _pad(prompts, self.tokenizer.pad_id)
+        return ids.to(self.device), mask.to(self.device), torch.stack(feats).to(self.device)
+
+    def _log_softmax(self, logits: torch.Tensor, temperature: float) -> torch.Tensor:
+        scaled = logits.float() / temperature
+        return torch.log_softmax(scaled.masked_fill(~self._allowed(), float("-inf")), dim=-1)
+
+    def _score_ids(
+        self,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        targets: Sequence[Sequence[int]],
+        temperature: float,
+    ) -> Scores:
+        labels, label_mask = _pad(targets, self.tokenizer.pad_id)
+        labels, label_mask = labels.to(self.device), label_mask.to(self.device).bool()
+        logits, _ = self.model.decode(self.model.shift_right(labels), states, mask)
+        logp = self._log_softmax(logits, temperature)
+        picked = logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+        token_lp = torch.where(label_mask, picked, torch.zeros_like(picked))
+        safe = logp.masked_fill(~torch.isfinite(logp), 0.0)
+        entropy_t = -(safe.exp() * safe).sum(-1)
+        entropy = torch.where(label_mask, entropy_t, torch.zeros_like(entropy_t)).sum(-1)
+        return Scores(token_lp.sum(-1), entropy, token_lp, label_mask.sum(-1))
+
+    def score(
+        self,
+        observations: Sequence[Observation],
+        actions: Sequence[str],
+        *,
+        temperature: float | None = None,
+    ) -> Scores:
+        """Teacher-forced log-probs and entropies of ``actions`` (with gradient, for training).
+
+        Raises:
+            ValueError: on a length mismatch, or an action containing a token the policy can
+                never generate (its log-prob would be -inf).
+        """
+        if len(actions) != len(observations):
+            raise ValueError(f"{len(observations)} observations but {len(actions)} actions")
+        t = self._temperature(temperature)
+        targets = []
+        for i, text in enumerate(actions):
+            ids = self.tokenizer.encode_action(text, self.max_new_tokens)
+            bad = [j for j in ids if j >= self.model.vocab_size or not self._allowed_cpu[j]]
+            if bad:
+                raise ValueError(
+                    f"action {i} contains tokens the policy cannot generate ({bad[:3]}, e.g. "
+                    f"non-ASCII text for the byte tokenizer): {text[:80]!r}"
+                )
+            targets.append(ids)
+        ids, mask, feats = self._encoder_inputs(observations)
+        states = self.model.encode(ids, mask, feats)
+        return self._score_ids(states, mask, targets, t)
+
+    def log_prob(
+        self,
+        observations: Sequence[Observation],
+        actions: Sequence[str],
+        *,
+        temperature: float | None = None,
+    ) -> torch.Tensor:
+        """``[B]`` log-probs of ``actions`` (text) given ``observations``; differentiable."""
+        return self.score(observations, actions, temperature=temperature).log_prob
+
+    @torch.no_grad()
+    def sample(
+        self,
+        observations: Sequence[Observation],
+        *,
+        greedy: bool = False,
+        temperature: float | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Sample:
+        """Decode one action per observation (sampled, or argmax when ``greedy``).
+
+        ``generator`` (optional, for reproducible sampling) must live on the policy's device.
+        """
+        t = self._temperature(temperature)
+        ids, mask, feats = self._encoder_inputs(observations)
+        batch = ids.shape[0]
+        states = self.model.encode(ids, mask, feats)
+        eos, pad = self.tokenizer.eos_id, self.tokenizer.pad_id
+        current = torch.full((batch, 1), self.model.decoder_start_id, device=self.device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
+        steps: list[torch.Tensor] = []
+        cache = None
+        for _ in range(self.max_new_tokens):
+            logits, cache = self.model.decode(current, states, mask, cache, use_cache=True)
+            logp = self._log_softmax(logits[:, -1], t)
+            if greedy:
+                nxt = logp.argmax(-1)
+            else:
+                nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+            nxt = torch.where(finished, torch.full_like(nxt, pad), nxt)
+            steps.append(nxt)
+            finished |= nxt == eos
+            if bool(finished.all()):
+                break
+            current = nxt.unsqueeze(-1)
+        table = torch.stack(steps, dim=1).tolist()
+        sampled = [_until_eos(row, eos) for row in table]
+        texts = [self.tokenizer.decode(row) for row in sampled]
+        targets, canonical = [], []
+        for row, text in zip(sampled, texts, strict=True):
+            canon = self.tokenizer.encode_action(text, self.max_new_tokens)
+            canonical.append(canon == row)
+            targets.append(canon)
+        scores = self._score_ids(states, mask, targets, t)
+        return Sample(texts, sampled, scores.log_prob, canonical)
+
+    def act(
+        self,
+        observations: Sequence[Observation],
+        *,
+        greedy: bool = False,
+        temperature: float | None = None,
+        generator: torch.Generator | None = None,
+    ) -> tuple[list[str], torch.Tensor]:
+        """Actions (AutoUI strings) and their ``[B]`` behaviour log-probs (no gradient)."""
+        out = self.sample(observations, greedy=greedy, temperature=temperature, generator=generator)
+        return out.texts, out.log_probs
+
+    def save(self, directory: str | Path, metadata: Mapping[str, Any] | None = None) -> Path:
+        """Write a checkpoint that :func:`build_policy` / :func:`load_checkpoint` can read."""
+        return save_checkpoint(self.model, self.tokenizer, directory, metadata)
+
+
+def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad id lists to ``[B, max_len]``; returns ids and a 0/1 mask of real tokens."""
+    width = max(1, max(len(r) for r in rows))
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.as_tensor(list(row), dtype=torch.long)
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def _until_eos(row: list[int], eos: int) -> list[int]:
+    return row[: row.index(eos) + 1] if eos in row else row
+
+
+def build_policy(
+    cfg: AgentConfig,
+    *,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+    checkpoint_dir: str | Path | None = None,
+) -> AutoUIPolicy:
+    """The policy the configuration describes.
+
+    ``model: tiny`` without a checkpoint is a freshly initialised embedded model (seeded) with the
+    byte tokenizer; with ``checkpoint_dir`` (argument or ``agent.checkpoint_dir``) the weights and
+    tokenizer are loaded from it. ``model: autoui-base`` always needs a checkpoint directory.
+
+    Raises:
+        ValueError: a missing checkpoint directory for autoui-base, or a checkpoint whose image
+            feature size differs from what the configured image encoder produces.
+    """
+    path = str(checkpoint_dir) if checkpoint_dir is not None else cfg.checkpoint_dir
+    feature_dim = image_feature_dim(cfg)
+    if path:
+        model, tokenizer = load_checkpoint(path, device=device)
+    elif cfg.model == "autoui-base":
+        raise ValueError(
+            "agent.checkpoint_dir: model 'autoui-base' needs a local Auto-UI-Base checkpoint "
+            "directory (config.json, model.safetensors, spiece.model)"
+        )
+    else:
+        model, tokenizer = build_tiny_model(feature_dim, seed=seed).to(device), ByteTokenizer()
+    if model.image_dim != feature_dim:
+        raise ValueError(
+            f"checkpoint expects {model.image_dim}-d image features but agent.image_encoder "
+            f"'{cfg.image_encoder}' produces {feature_dim}-d features"
+        )
+    return AutoUIPolicy(
+        model,
+        tokenizer,
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        max_prompt_tokens=cfg.max_prompt_tokens,
+    )
