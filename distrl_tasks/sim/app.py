@@ -5,20 +5,28 @@ body of :class:`~distrl_tasks.sim.ui.Node`), and reacts to three things: a tap o
 carries an ``action`` token, ENTER in one of its text fields, and BACK. The phone
 (:mod:`distrl_tasks.sim.phone`) owns focus, scrolling, the status/navigation bars and which app
 is in front.
+
+The module also holds the pure helpers that apps and web pages share: ``open:`` action tokens
+and stable variety (a hash of the inputs decides which name, color or number a screen shows, so
+the same inputs look the same on every device, in every process and on every run).
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.ui import Node
 
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,10 @@ class App(ABC):
 
     def push(self, name: str, /, **params: str) -> None:
         """Open a page on top of the back stack (a no-op if it is already the top page)."""
-        page = Page(name, params)
+        self.push_page(Page(name, params))
+
+    def push_page(self, page: Page) -> None:
+        """:meth:`push` for a ready-made page, whose params may use any key (even ``name``)."""
         if page != self.page:
             self.stack.append(page)
             self.phone.on_navigate(self)
@@ -97,6 +108,13 @@ class App(ABC):
         """Swap the top page (e.g. a new search from a results page keeps one BACK step)."""
         self.stack[-1] = Page(name, params)
         self.phone.on_navigate(self)
+
+    def show_results(self, name: str, /, **params: str) -> None:
+        """Open a results page; a new search from a ``name`` page replaces it (one BACK step)."""
+        if self.page.name == name:
+            self.replace(name, **params)
+        else:
+            self.push(name, **params)
 
     def back(self) -> bool:
         """Handle BACK. Returns False when the app has nothing to go back to (it closes)."""
@@ -149,110 +167,30 @@ def make_action(name: str, /, **params: str) -> str:
     return f"{name}?{urlencode(params)}" if params else name
 
 
-# ----- small widget helpers shared by apps ----------------------------------------------------
-ROW_H = 150
-PAD = 40
+# ----- stable variety: blake2b of the inputs, never Python's per-process salted ``hash()`` -------
+def stable_int(*parts: str) -> int:
+    """A 64-bit integer that depends only on ``parts`` (same value in every process)."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
 
 
-def title_bar(title: str, color: str = "#ffffff", fg: str = "#202124", rid: str = "") -> Node:
-    """An app bar at the top of the content area with a back arrow and a title."""
-    bar = Node(
-        cls="android.view.ViewGroup",
-        bounds=(0, CONTENT_TOP, SCREEN_W, CONTENT_TOP + 160),
-        resource_id=rid,
-        style=Style(bg=color),
-    )
-    bar.add(
-        Node(
-            cls="android.widget.TextView",
-            bounds=(PAD, CONTENT_TOP, SCREEN_W - PAD, CONTENT_TOP + 160),
-            text=title,
-            style=Style(fg=fg, size=56, bold=True),
-        )
-    )
-    return bar
+def stable_bytes(text: str) -> bytes:
+    """16 bytes that depend only on ``text`` (for picking several small values at once)."""
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
-def text_row(
-    y: int,
-    text: str,
-    *,
-    action: str | None = None,
-    rid: str = "",
-    desc: str = "",
-    height: int = ROW_H,
-    size: int = 44,
-    icon: str | None = None,
-    icon_bg: str = "#1a73e8",
-    fg: str = "#202124",
-    bg: str | None = None,
-    bold: bool = False,
-    x1: int = 0,
-    x2: int = SCREEN_W,
-) -> Node:
-    """A full-width list row; clickable when it has an action."""
-    return Node(
-        cls="android.widget.TextView",
-        bounds=(x1, y, x2, y + height),
-        text=text,
-        resource_id=rid,
-        content_desc=desc,
-        clickable=action is not None,
-        action=action,
-        style=Style(bg=bg, fg=fg, size=size, icon=icon, icon_bg=icon_bg, bold=bold),
-    )
+def seeded(*parts: str) -> random.Random:
+    """A private random generator seeded from ``parts`` (``random.Random(int)`` is stable)."""
+    return random.Random(stable_int(*parts))
 
 
-def button(
-    bounds: tuple[int, int, int, int],
-    text: str,
-    action: str,
-    *,
-    rid: str = "",
-    desc: str = "",
-    bg: str = "#1a73e8",
-    fg: str = "#ffffff",
-    size: int = 42,
-) -> Node:
-    return Node(
-        cls="android.widget.Button",
-        bounds=bounds,
-        text=text,
-        resource_id=rid,
-        content_desc=desc or text,
-        clickable=True,
-        action=action,
-        style=Style(bg=bg, fg=fg, size=size, align="center", radius=40, bold=True),
-    )
+def pick(options: Sequence[T], *parts: str) -> T:
+    """One element of ``options`` chosen by the stable hash of ``parts``."""
+    if not options:
+        raise ValueError("pick() needs at least one option")
+    return options[stable_int(*parts) % len(options)]
 
 
-def search_field(
-    app: App,
-    rid: str,
-    hint: str,
-    y: int = CONTENT_TOP + 24,
-    *,
-    x1: int = PAD,
-    x2: int = SCREEN_W - PAD,
-    height: int = 128,
-    bg: str = "#f1f3f4",
-) -> Node:
-    """A rounded single-line text field bound to ``app.fields[rid]``."""
-    return Node(
-        cls="android.widget.EditText",
-        bounds=(x1, y, x2, y + height),
-        text=app.field_text(rid),
-        resource_id=rid,
-        hint=hint,
-        editable=True,
-        focused=app.phone.focus == rid and app.phone.front is app,
-        style=Style(bg=bg, size=44, radius=height // 2),
-    )
-
-
-def body_bottom(nodes: list[Node]) -> int:
-    """Lowest y of a list of nodes (for scroll extents)."""
-    return max((n.bounds[3] for n in nodes), default=CONTENT_TOP)
-
-
-VIEWPORT_H = CONTENT_BOTTOM - CONTENT_TOP
+def shuffled(options: Sequence[T], *parts: str) -> list[T]:
+    """A deterministic permutation of ``options`` keyed by ``parts``."""
+    return sorted(options, key=lambda o: stable_int(*parts, str(o)))

@@ -19,7 +19,11 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "contacts": ("Contacts",),
     "calculator": ("Calculator",),
     "settings": ("Settings",),
-    "simple": ("Messages", "Camera", "Photos", "Files", "Music"),
+    "messages": ("Messages",),
+    "camera": ("Camera",),
+    "photos": ("Photos",),
+    "files": ("Files",),
+    "music": ("Music",),
 }
 
 

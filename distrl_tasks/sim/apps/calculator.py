@@ -12,9 +12,10 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen
+from distrl_tasks.sim.app import App, Page, Screen
 from distrl_tasks.sim.apps import CALCULATOR
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import PAD
 
 DIV_ZERO = "Can't divide by 0"
 FORMAT_ERROR = "Format error"

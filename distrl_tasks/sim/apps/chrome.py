@@ -18,7 +18,7 @@ New window, History, Settings. New tab / window counters only grow (``tabs``,
 
 from __future__ import annotations
 
-from distrl_tasks.sim.app import VIEWPORT_H, App, Page, Screen, parse_action
+from distrl_tasks.sim.app import App, Page, Screen, parse_action
 from distrl_tasks.sim.apps import CHROME
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.web import SERP_SEARCH_ID, SITE_SEARCH_ID, Column, Ctx, google_logo, input_box
@@ -35,6 +35,7 @@ from distrl_tasks.sim.web.sites import (
     site_results_target,
     web_body,
 )
+from distrl_tasks.sim.widgets import VIEWPORT_H
 
 URL_BAR_ID = f"{CHROME}:id/url_bar"
 NTP_SEARCH_ID = f"{CHROME}:id/search_box_text"

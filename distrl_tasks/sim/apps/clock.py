@@ -9,14 +9,13 @@ AM/PM toggle and Cancel/OK; the fields accept at most two digits, like the real 
 
 from __future__ import annotations
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen
+from distrl_tasks.sim.app import App, Page, Screen
 from distrl_tasks.sim.apps import CLOCK
+from distrl_tasks.sim.apps.clock_picker import ACCENT, HOUR_ID, MINUTE_ID, picker_screen, to_24h
 from distrl_tasks.sim.phone import CLOCK_TEXT
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import PAD, button
 
-HOUR_ID = f"{CLOCK}:id/input_hour"
-MINUTE_ID = f"{CLOCK}:id/input_minute"
-ACCENT = "#1a73e8"
 TABS = (("alarms", "Alarm"), ("clock", "Clock"), ("timer", "Timer"), ("stopwatch", "Stopwatch"))
 TAB_H = 210
 # (city, offset in minutes from local time) for the world clock; local is US Pacific in November
@@ -28,20 +27,6 @@ def format_12h(hhmm: str) -> str:
     hour, minute = (int(v) for v in hhmm.split(":"))
     suffix = "AM" if hour < 12 else "PM"
     return f"{hour % 12 or 12}:{minute:02d} {suffix}"
-
-
-def to_24h(hour_text: str, minute_text: str, pm: bool) -> str | None:
-    """Picker fields -> ``"HH:MM"``, or None when they are not a valid 12-hour time.
-
-    An empty minute field means its hint, ``00`` (the picker shows it greyed out).
-    """
-    minute_text = minute_text or "00"
-    if not (hour_text.isdigit() and minute_text.isdigit()):
-        return None
-    hour, minute = int(hour_text), int(minute_text)
-    if not (1 <= hour <= 12 and 0 <= minute <= 59):
-        return None
-    return f"{hour % 12 + (12 if pm else 0):02d}:{minute:02d}"
 
 
 def _now_minutes() -> int:
@@ -174,7 +159,9 @@ class Clock(App):
     # ----- screens ---------------------------------------------------------------------------
     def build(self, page: Page) -> Screen:
         if page.name == "new_alarm":
-            return self._picker()
+            return picker_screen(
+                self.field_text(HOUR_ID), self.field_text(MINUTE_ID), self.pm, self.error
+            )
         title = dict(TABS).get(page.name, "Alarm")
         header = [
             Node(
@@ -282,94 +269,6 @@ class Clock(App):
         )
         return body
 
-    def _picker(self) -> Screen:
-        scrim = Node(
-            cls="android.view.View",
-            bounds=(0, CONTENT_TOP, SCREEN_W, CONTENT_BOTTOM),
-            style=Style(bg="#5f6368"),
-        )
-        x1, y1, x2 = 80, 620, SCREEN_W - 80
-        card = Node(
-            cls="android.widget.FrameLayout",
-            bounds=(x1, y1, x2, y1 + 900),
-            resource_id=f"{CLOCK}:id/time_picker_dialog",
-            style=Style(bg="#ffffff", radius=56),
-        )
-
-        def field(rid: str, x: int, hint: str, desc: str) -> Node:
-            return Node(
-                cls="android.widget.EditText",
-                bounds=(x, y1 + 200, x + 270, y1 + 420),
-                text=self.field_text(rid),
-                resource_id=rid,
-                content_desc=desc,
-                hint=hint,
-                editable=True,
-                style=Style(bg="#e8eaed", size=120, align="center", radius=24),
-            )
-
-        def toggle(text: str, y: int, on: bool) -> Node:
-            return Node(
-                cls="android.widget.RadioButton",
-                bounds=(x1 + 680, y, x2 - 60, y + 110),
-                text=text,
-                resource_id=f"{CLOCK}:id/{text.lower()}",
-                content_desc=text,
-                clickable=True,
-                checkable=True,
-                checked=on,
-                action=f"ampm:{text}",
-                style=Style(
-                    bg="#d3e3fd" if on else "#ffffff",
-                    border="#80868b",
-                    size=46,
-                    align="center",
-                    bold=on,
-                    radius=20,
-                ),
-            )
-
-        card.add(
-            Node(
-                cls="android.widget.TextView",
-                bounds=(x1 + 60, y1 + 50, x2 - 60, y1 + 160),
-                text="Enter time",
-                style=Style(size=44, fg="#5f6368"),
-            ),
-            field(HOUR_ID, x1 + 60, "12", "Hour"),
-            Node(
-                cls="android.widget.TextView",
-                bounds=(x1 + 330, y1 + 200, x1 + 390, y1 + 420),
-                text=":",
-                style=Style(size=120, align="center"),
-            ),
-            field(MINUTE_ID, x1 + 390, "00", "Minute"),
-            toggle("AM", y1 + 200, not self.pm),
-            toggle("PM", y1 + 310, self.pm),
-            Node(
-                cls="android.widget.TextView",
-                bounds=(x1 + 60, y1 + 430, x1 + 330, y1 + 500),
-                text="Hour",
-                style=Style(size=34, fg="#5f6368"),
-            ),
-            Node(
-                cls="android.widget.TextView",
-                bounds=(x1 + 390, y1 + 430, x1 + 660, y1 + 500),
-                text="Minute",
-                style=Style(size=34, fg="#5f6368"),
-            ),
-            Node(
-                cls="android.widget.TextView",
-                bounds=(x1 + 60, y1 + 540, x2 - 60, y1 + 620),
-                text=self.error,
-                resource_id=f"{CLOCK}:id/error",
-                style=Style(size=38, fg="#d93025"),
-            ),
-            _dialog_button((x2 - 480, y1 + 740, x2 - 260, y1 + 850), "Cancel", "cancel", 2),
-            _dialog_button((x2 - 240, y1 + 740, x2 - 40, y1 + 850), "OK", "ok", 1),
-        )
-        return Screen(header=[], body=[scrim, card])
-
     def _world(self, top: int) -> list[Node]:
         now = _now_minutes()
         body = [
@@ -458,9 +357,9 @@ class Clock(App):
             )
         y = top + 1260
         if self.timer_running:
-            body.append(_round_button(y, "Stop", "timer_key:stop", "#d93025"))
+            body.append(_pill(y, "Stop", "timer_key:stop", "#d93025"))
         elif self.timer_digits:
-            body.append(_round_button(y, "Start", "timer_key:start", ACCENT))
+            body.append(_pill(y, "Start", "timer_key:start", ACCENT))
         return body
 
     def _stopwatch_body(self, top: int) -> list[Node]:
@@ -476,7 +375,7 @@ class Clock(App):
                 resource_id=f"{CLOCK}:id/stopwatch_time_text",
                 style=Style(size=170, align="center"),
             ),
-            _round_button(
+            _pill(
                 top + 1100,
                 "Pause" if running else "Start",
                 "stopwatch:stop" if running else "stopwatch:start",
@@ -485,26 +384,13 @@ class Clock(App):
         ]
 
 
-def _round_button(y: int, text: str, action: str, color: str) -> Node:
-    return Node(
-        cls="android.widget.Button",
-        bounds=(SCREEN_W // 2 - 200, y, SCREEN_W // 2 + 200, y + 180),
-        text=text,
-        content_desc=text,
-        clickable=True,
-        action=action,
-        style=Style(bg=color, fg="#ffffff", size=54, bold=True, align="center", radius=90),
-    )
-
-
-def _dialog_button(bounds: tuple[int, int, int, int], text: str, action: str, n: int) -> Node:
-    return Node(
-        cls="android.widget.Button",
-        bounds=bounds,
-        text=text,
-        resource_id=f"android:id/button{n}",
-        content_desc=text,
-        clickable=True,
-        action=action,
-        style=Style(fg=ACCENT, size=46, bold=True, align="center", radius=40),
+def _pill(y: int, text: str, action: str, color: str) -> Node:
+    """The wide round Start/Stop/Pause button under the timer and the stopwatch."""
+    return button(
+        (SCREEN_W // 2 - 200, y, SCREEN_W // 2 + 200, y + 180),
+        text,
+        action,
+        bg=color,
+        size=54,
+        radius=90,
     )

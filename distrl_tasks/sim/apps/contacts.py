@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import re
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen, parse_action, search_field
+from distrl_tasks.sim.app import App, Page, Screen, parse_action
 from distrl_tasks.sim.apps import CONTACTS, MESSAGES
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import PAD, search_field
 
 SEARCH_ID = f"{CONTACTS}:id/search_view"
 ACCENT = "#1a73e8"
@@ -88,11 +89,11 @@ class Contacts(App):
         elif kind == "message":
             # "Text" hands over to the SMS app, opened on this person's conversation
             if self.phone.launch(MESSAGES):
-                open_page(self.phone.front, Page("conversation", {"name": arg}))
+                self.phone.front.push_page(Page("conversation", {"name": arg}))
         elif kind == "open":
             # not App.push(): its first parameter is called ``name``, like this page's param
             page_name, params = parse_action(arg)
-            open_page(self, Page(page_name, params))
+            self.push_page(Page(page_name, params))
         else:
             super().on_tap(action)
 
@@ -295,13 +296,6 @@ def _info_row(y: int, value: str, kind: str, rid: str) -> Node:
             style=Style(size=34, fg="#5f6368"),
         ),
     )
-
-
-def open_page(app: App, page: Page) -> None:
-    """Push ``page`` on ``app``'s back stack (any params, including one called ``name``)."""
-    if page != app.page:
-        app.stack.append(page)
-        app.phone.on_navigate(app)
 
 
 def _quote(text: str) -> str:

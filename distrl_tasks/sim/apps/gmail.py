@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen, button, make_action, search_field
+from distrl_tasks.sim.app import App, Page, Screen, make_action, parse_action
 from distrl_tasks.sim.apps import GMAIL
-from distrl_tasks.sim.apps.content import (
+from distrl_tasks.sim.apps.text import clean, wrap
+from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import (
+    PAD,
     UP_ACTION,
     app_bar,
+    button,
     chip,
-    clean,
     color_for,
+    search_field,
     section_header,
-    wrap,
 )
-from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
 
 SEARCH_ID = f"{GMAIL}:id/open_search"
 TO_ID = f"{GMAIL}:id/to"
@@ -336,8 +338,6 @@ class Gmail(App):
                 self.phone.back()
         else:
             if action.startswith("open:message"):
-                from distrl_tasks.sim.app import parse_action
-
                 self.read.add(parse_action(action[len("open:") :])[1].get("subject", ""))
             super().on_tap(action)
 
@@ -345,7 +345,4 @@ class Gmail(App):
         query = clean(text)
         if rid != SEARCH_ID or not query:
             return
-        if self.page.name == "search":
-            self.replace("search", query=query)
-        else:
-            self.push("search", query=query)
+        self.show_results("search", query=query)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen, search_field
+from typing import TYPE_CHECKING
+
+from distrl_tasks.sim.app import App, Page, Screen
 from distrl_tasks.sim.apps import (
     CAMERA,
     CHROME,
@@ -15,6 +17,10 @@ from distrl_tasks.sim.apps import (
     YOUTUBE,
 )
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import PAD, search_field
+
+if TYPE_CHECKING:
+    from distrl_tasks.sim.phone import Phone
 
 SEARCH_ID = f"{LAUNCHER}:id/search_box"
 DRAWER_SEARCH_ID = f"{LAUNCHER}:id/drawer_search"
@@ -143,11 +149,7 @@ class Launcher(App):
         if action.startswith("launch:"):
             self.phone.launch(action.split(":", 1)[1])
         elif action.startswith("launch-label:"):
-            label = action.split(":", 1)[1]
-            generic = self.phone.apps[GENERIC]
-            assert isinstance(generic, GenericApp)
-            generic.showing = label
-            self.phone.launch(GENERIC)
+            open_installed_app(self.phone, action.split(":", 1)[1])
         else:
             super().on_tap(action)
 
@@ -222,3 +224,17 @@ class GenericApp(App):
 def _color_for(label: str) -> str:
     palette = ("#ea4335", "#34a853", "#fbbc04", "#4285f4", "#a142f4", "#f06292", "#00897b")
     return palette[sum(map(ord, label)) % len(palette)]
+
+
+def open_installed_app(phone: Phone, label: str) -> bool:
+    """Launch the app called ``label``: its simulated screens, or the generic stand-in app."""
+    if label not in phone.installed:
+        return False
+    app = phone.app_by_label(label)
+    if app is not None and app.package != GENERIC:
+        return phone.launch(app.package)
+    generic = phone.apps.get(GENERIC)
+    if not isinstance(generic, GenericApp):
+        return False
+    generic.showing = label
+    return phone.launch(GENERIC)

@@ -10,21 +10,12 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen, button, search_field
+from distrl_tasks.sim.app import App, Page, Screen, seeded
 from distrl_tasks.sim.apps import MAPS
-from distrl_tasks.sim.apps.content import (
-    UP_ACTION,
-    Place,
-    app_bar,
-    chip,
-    clean,
-    place_at,
-    search_places,
-    seeded,
-    up_button,
-    wrap,
-)
+from distrl_tasks.sim.apps.places import Place, place_at, search_places
+from distrl_tasks.sim.apps.text import clean, wrap
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import PAD, UP_ACTION, app_bar, button, chip, search_field, up_button
 
 SEARCH_ID = f"{MAPS}:id/search_omnibox_text_box"
 BLUE = "#1a73e8"
@@ -404,10 +395,7 @@ class Maps(App):
 
     def _search(self, query: str) -> None:
         self.set_field(SEARCH_ID, query)
-        if self.page.name == "search":
-            self.replace("search", query=query)
-        else:
-            self.push("search", query=query)
+        self.show_results("search", query=query)
 
     def on_submit(self, rid: str, text: str) -> None:
         if rid == SEARCH_ID and clean(text):

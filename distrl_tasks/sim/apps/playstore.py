@@ -9,26 +9,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen, button, make_action, search_field
+from distrl_tasks.sim.app import App, Page, Screen, make_action, pick, seeded, stable_int
 from distrl_tasks.sim.apps import PLAY_STORE
-from distrl_tasks.sim.apps.content import (
-    UP_ACTION,
-    chip,
-    clean,
-    color_for,
-    count_text,
-    display_name,
-    list_item,
-    open_installed_app,
-    pick,
-    section_header,
-    seeded,
-    stable_int,
-    strip_words,
-    up_button,
-    wrap,
-)
+from distrl_tasks.sim.apps.launcher import open_installed_app
+from distrl_tasks.sim.apps.text import clean, count_text, display_name, strip_words, wrap
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import (
+    PAD,
+    UP_ACTION,
+    button,
+    chip,
+    color_for,
+    list_item,
+    search_field,
+    section_header,
+    up_button,
+)
 
 SEARCH_ID = f"{PLAY_STORE}:id/search_bar"
 GREEN = "#01875f"
@@ -384,10 +380,7 @@ class PlayStore(App):
         if rid != SEARCH_ID or not query:
             return
         self.set_field(SEARCH_ID, query)
-        if self.page.name == "search":
-            self.replace("search", query=query)
-        else:
-            self.push("search", query=query)
+        self.show_results("search", query=query)
 
     def back(self) -> bool:
         moved = super().back()

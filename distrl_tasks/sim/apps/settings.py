@@ -10,144 +10,34 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
-from distrl_tasks.sim.app import PAD, App, Page, Screen, button, search_field
+from distrl_tasks.sim.app import App, Page, Screen, pick, stable_int
 from distrl_tasks.sim.apps import NOTIFICATIONS, SETTINGS
-from distrl_tasks.sim.apps.content import (
+from distrl_tasks.sim.apps.launcher import open_installed_app
+from distrl_tasks.sim.apps.settings_data import (
+    DEFAULT_TOGGLES,
+    HOME,
+    PERMISSIONS,
+    SECTIONS,
+    WALLPAPERS,
+    Row,
+)
+from distrl_tasks.sim.apps.text import clean
+from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import (
     APP_BAR_H,
+    PAD,
     UP_ACTION,
     app_bar,
-    clean,
+    button,
     color_for,
     list_item,
-    open_installed_app,
-    pick,
+    search_field,
     section_header,
-    stable_int,
 )
-from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
 
 SEARCH_ID = f"{SETTINGS}:id/search_action_bar"
 TOP = CONTENT_TOP + APP_BAR_H + 20  # first row under an app bar
 ROW = 170
-
-Row = tuple[str, str, str]  # (toggle key or "", title, subtitle); a key makes it a switch
-
-# page -> (title, rows). Toggle defaults live in DEFAULT_TOGGLES.
-SECTIONS: dict[str, tuple[str, tuple[Row, ...]]] = {
-    "network": ("Network & internet", (
-        ("", "Internet", "GoogleWifi"), ("airplane", "Airplane mode", ""),
-        ("", "Hotspot & tethering", "Off"), ("data_saver", "Data Saver", ""), ("", "VPN", "None"),
-    )),
-    "connected_devices": ("Connected devices", (
-        ("bluetooth", "Bluetooth", ""), ("", "Pair new device", ""),
-        ("", "Connection preferences", "Bluetooth, Android Auto, NFC"),
-    )),
-    "battery": ("Battery", (
-        ("", "87%", "About 1 day, 4 hr left"), ("battery_saver", "Battery Saver", ""),
-        ("adaptive_battery", "Adaptive Battery", ""), ("battery_pct", "Battery percentage", ""),
-    )),
-    "storage": ("Storage", (
-        ("", "64 GB used", "of 128 GB"), ("", "Apps", "21 GB"), ("", "Images", "12 GB"),
-        ("", "Videos", "18 GB"), ("", "System", "13 GB"),
-    )),
-    "sound": ("Sound & vibration", (
-        ("", "Media volume", "60%"), ("", "Ring volume", "80%"), ("dnd", "Do Not Disturb", ""),
-        ("", "Phone ringtone", "Pixel Sounds"), ("vibrate", "Vibrate for calls", ""),
-    )),
-    "display": ("Display", (
-        ("", "Brightness level", "45%"), ("adaptive_brightness", "Adaptive brightness", ""),
-        ("dark_theme", "Dark theme", ""), ("", "Screen timeout", "After 30 seconds"),
-        ("", "Font size", "Default"), ("auto_rotate", "Auto-rotate screen", ""),
-    )),
-    "security": ("Security", (
-        ("", "Screen lock", "PIN"), ("", "Fingerprint Unlock", "1 fingerprint"),
-        ("", "Find My Device", "On"), ("", "Security update", "November 1, 2026"),
-    )),
-    "privacy": ("Privacy", (
-        ("", "Permission manager", "Camera, location, microphone"),
-        ("show_passwords", "Show passwords", ""), ("", "Ads", "Advertising ID"),
-    )),
-    "location": ("Location", (
-        ("location", "Use location", ""), ("", "Recent access", "Maps, Chrome"),
-    )),
-    "accounts": ("Passwords & accounts", (
-        ("", "Google", "user@gmail.com"), ("autosync", "Automatically sync app data", ""),
-    )),
-    "system": ("System", (
-        ("", "Languages", "English (United States)"), ("", "Date & time", "GMT-08:00"),
-        ("", "Backup", "On"), ("", "Reset options", "Network, apps or device"),
-    )),
-    "about": ("About phone", (
-        ("", "Device name", "Pixel 6"), ("", "Android version", "14"),
-        ("", "Build number", "UQ1A.240105.004"),
-    )),
-}  # fmt: skip
-DEFAULT_TOGGLES = {
-    "bluetooth": True, "adaptive_battery": True, "battery_pct": True, "vibrate": True,
-    "adaptive_brightness": True, "show_passwords": True, "location": True, "autosync": True,
-}  # fmt: skip
-# (page, title, subtitle) of the home list, in order
-HOME: tuple[tuple[str, str, str], ...] = (
-    ("network", "Network & internet", "Mobile, Wi-Fi, hotspot"),
-    ("connected_devices", "Connected devices", "Bluetooth, pairing"),
-    ("apps", "Apps", "Assistant, recent apps, default apps"),
-    ("notifications", "Notifications", "Notification history, conversations"),
-    ("battery", "Battery", "87%"),
-    ("storage", "Storage", "50% used - 64 GB free"),
-    ("sound", "Sound & vibration", "Volume, haptics, Do Not Disturb"),
-    ("display", "Display", "Dark theme, font size, brightness"),
-    ("wallpaper", "Wallpaper & style", "Colors, themed icons, app grid"),
-    ("security", "Security", "Screen lock, Find My Device, app security"),
-    ("privacy", "Privacy", "Permissions, account activity, personal data"),
-    ("location", "Location", "On - 4 apps have access to location"),
-    ("accounts", "Passwords & accounts", "Saved passwords, autofill, synced accounts"),
-    ("system", "System", "Languages, gestures, time, backup"),
-    ("about", "About phone", "Pixel 6"),
-)
-WALLPAPERS = (
-    ("Ocean Blue", "#1565c0"), ("Sunset Dunes", "#ef6c00"), ("Forest Trail", "#2e7d32"),
-    ("Night Sky", "#1a237e"), ("Coral Reef", "#f06292"), ("Mountain Mist", "#78909c"),
-    ("Desert Bloom", "#c0ca33"), ("Aurora", "#00897b"), ("Lava Glow", "#c62828"),
-    ("City Lights", "#4527a0"), ("Autumn Leaves", "#8d6e63"), ("Lavender Field", "#9575cd"),
-)  # fmt: skip
-PERMISSIONS = ("Camera", "Location", "Microphone", "Contacts", "Notifications", "Storage")
-
-
-def switch_row(
-    y: int, label: str, checked: bool, action: str, *, rid: str = "", height: int = 170
-) -> list[Node]:
-    """A setting with an on/off switch: the labelled row and the switch both flip it on tap."""
-    knob_x = SCREEN_W - PAD - 70 if checked else SCREEN_W - PAD - 150
-    track = Node(
-        cls="android.widget.Switch",
-        bounds=(SCREEN_W - PAD - 150, y + height // 2 - 40, SCREEN_W - PAD, y + height // 2 + 40),
-        resource_id="android:id/switch_widget",
-        content_desc=label,
-        clickable=True,
-        checkable=True,
-        checked=checked,
-        action=action,
-        style=Style(bg="#1a73e8" if checked else "#bdc1c6", radius=40),
-    )
-    track.add(
-        Node(
-            cls="android.view.View",
-            bounds=(knob_x + 6, y + height // 2 - 34, knob_x + 74, y + height // 2 + 34),
-            style=Style(bg="#ffffff", radius=34),
-        )
-    )
-    row = Node(
-        cls="android.widget.Switch",
-        bounds=(PAD - 16, y, SCREEN_W - PAD - 170, y + height),
-        text=label,
-        resource_id=rid,
-        clickable=True,
-        checkable=True,
-        checked=checked,
-        action=action,
-        style=Style(size=44, fg="#202124"),
-    )
-    return [row, track]
 
 
 def _page_action(page: str, /, **params: str) -> str:
@@ -455,9 +345,8 @@ class Settings(App):
             if name == "notify":  # flips the app's notification switch, no page change
                 label = params.get("app", "")
                 self.phone.notifications[label] = not self.phone.notifications.get(label, True)
-            elif Page(name, params) != self.page:
-                self.stack.append(Page(name, params))
-                self.phone.on_navigate(self)
+            else:
+                self.push_page(Page(name, params))
         elif kind == "toggle":
             self.toggles[arg] = not self.is_on(arg)
         elif kind == "launch":
@@ -480,7 +369,4 @@ class Settings(App):
         query = clean(text)
         if rid != SEARCH_ID or not query:
             return
-        if self.page.name == "search":
-            self.replace("search", query=query)
-        else:
-            self.push("search", query=query)
+        self.show_results("search", query=query)

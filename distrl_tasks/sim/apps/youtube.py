@@ -9,207 +9,36 @@ first with its newest upload, so "Bruno Mars new video" leads with a Bruno Mars 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from distrl_tasks.sim.app import PAD, App, Page, Screen, button, make_action, search_field
+from distrl_tasks.sim.app import App, Page, Screen, pick, stable_int
 from distrl_tasks.sim.apps import YOUTUBE
-from distrl_tasks.sim.apps.content import (
-    UP_ACTION,
-    chip,
-    clean,
-    color_for,
-    count_text,
-    display_name,
-    list_item,
-    pick,
-    stable_int,
-    strip_words,
-    up_button,
-    wrap,
+from distrl_tasks.sim.apps.text import clean, count_text, wrap
+from distrl_tasks.sim.apps.youtube_videos import (
+    AGES,
+    FEED_CHANNELS,
+    ROW_H,
+    Video,
+    channel_videos,
+    search_videos,
+    thumbnail,
+    video_row,
+    views_text,
 )
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
+from distrl_tasks.sim.widgets import (
+    PAD,
+    UP_ACTION,
+    button,
+    chip,
+    color_for,
+    list_item,
+    search_field,
+    up_button,
+)
 
 SEARCH_ID = f"{YOUTUBE}:id/search_edit_text"
 RED = "#ff0000"
 BAR_H = 150
 PLAYER_H = 608  # 16:9 at full width
-ROW_H = 300
-
-# Words that say how to find a video rather than which one.
-_FILLER = (
-    "play",
-    "watch",
-    "show me",
-    "what's",
-    "whats",
-    "what is",
-    "the",
-    "a",
-    "some",
-    "new",
-    "newest",
-    "latest",
-    "recent",
-    "most recent",
-    "video",
-    "videos",
-    "music video",
-    "official",
-    "official video",
-    "from",
-    "by",
-    "channel",
-    "on youtube",
-    "youtube",
-    "on",
-)
-_SONG_A = ("Golden", "Midnight", "Electric", "Paper", "Summer", "Neon", "Wild", "Silver", "Broken")
-_SONG_B = ("Hearts", "Drive", "Skies", "Dreams", "Lights", "Roads", "Fire", "Waves", "Echoes")
-_GAMES = ("Starfall", "Iron Legion", "Neon Drift", "Hollow Crown", "Skyforge", "Last Harbor")
-_NEWS = (
-    "Markets rally as inflation cools",
-    "What to know about the election",
-    "Inside the race to build better batteries",
-    "Storm season: how cities are preparing",
-    "The week in review",
-    "Why housing costs keep rising",
-)
-_OTHERS = ("Music Reacts", "Top Tens Daily", "Late Night Live", "Pop Culture Today")
-_FEED_CHANNELS = ("Taylor Swift", "GameSpot", "BBC News", "Ed Sheeran", "Dua Lipa", "GameTrailers")
-_MUSIC_ARTISTS = ("Taylor Swift", "Ed Sheeran", "Dua Lipa", "The Weeknd", "Adele", "Coldplay")
-_AGES = ("2 hours ago", "1 day ago", "4 days ago", "2 weeks ago", "1 month ago", "5 months ago")
-
-
-@dataclass(frozen=True)
-class Video:
-    """One video as listed: title, channel, how old it is and its view count."""
-
-    title: str
-    channel: str
-    age: str
-    views: str
-
-    def action(self, query: str) -> str:
-        return "open:" + make_action("video", title=self.title, channel=self.channel, query=query)
-
-
-def entity_of(query: str) -> str:
-    """The channel, artist or topic a query names: ``"the new Bruno Mars video"`` -> Bruno Mars."""
-    return display_name(strip_words(query, _FILLER))
-
-
-def _kind(channel: str) -> str:
-    low = channel.lower()
-    if any(w in low for w in ("news", "post", "times", "journal", "bbc", "cnn", "report")):
-        return "news"
-    if "game" in low:
-        return "gaming"
-    return "music"
-
-
-def _title(channel: str, i: int) -> str:
-    kind = _kind(channel)
-    if kind == "news":
-        return f"{pick(_NEWS, 'news', channel, str(i))} | {channel}"
-    if kind == "gaming":
-        game = pick(_GAMES, "game", channel, str(i))
-        return f"{game} {('Review', 'Official Trailer', 'Gameplay Walkthrough', 'Preview')[i % 4]}"
-    song = f"{pick(_SONG_A, 'a', channel, str(i))} {pick(_SONG_B, 'b', channel, str(i))}"
-    style = ("Official Music Video", "Official Video", "Lyric Video", "Live Performance")[i % 4]
-    return f"{channel} - {song} ({style})"
-
-
-def _views(title: str) -> str:
-    return count_text(20_000 + stable_int("views", title) % 90_000_000) + " views"
-
-
-def channel_videos(channel: str, count: int, start: int = 0) -> list[Video]:
-    """The newest ``count`` uploads of ``channel`` (newest first)."""
-    titles = [
-        (_title(channel, i), _AGES[min(i, len(_AGES) - 1)]) for i in range(start, start + count)
-    ]
-    return [Video(title, channel, age, _views(title)) for title, age in titles]
-
-
-def search_videos(query: str) -> list[Video]:
-    """Results for ``query``: the named channel's newest uploads, mixed with videos about it."""
-    entity = entity_of(query)
-    if not entity or entity.lower() in ("music", "songs", "song", "some music", "a song"):
-        return [channel_videos(artist, 1)[0] for artist in _MUSIC_ARTISTS]
-    own = channel_videos(entity, 4)
-    about = [
-        Video(f"{entity} reaction - first listen", _OTHERS[0], "3 days ago", _views(entity + "r")),
-        Video(f"Top 10 {entity} moments", _OTHERS[1], "2 weeks ago", _views(entity + "t")),
-        Video(f"{entity} interview: the full story", _OTHERS[2], "1 month ago", _views(entity)),
-    ]
-    return [own[0], own[1], about[0], own[2], about[1], own[3], about[2]]
-
-
-def _thumbnail(bounds: tuple[int, int, int, int], video: Video) -> Node:
-    _, _, x2, y2 = bounds
-    thumb = Node(
-        cls="android.widget.ImageView",
-        bounds=bounds,
-        style=Style(bg=color_for(video.title), radius=24),
-    )
-    minutes = 2 + stable_int("len", video.title) % 12
-    thumb.add(
-        Node(
-            cls="android.widget.TextView",
-            bounds=(bounds[0] + 20, bounds[1] + 20, x2 - 20, y2 - 70),
-            text=video.channel.upper(),
-            style=Style(
-                fg="#ffffff", size=44 if x2 - bounds[0] > 600 else 30, bold=True, align="center"
-            ),
-        ),
-        Node(
-            cls="android.widget.TextView",
-            bounds=(x2 - 130, y2 - 64, x2 - 12, y2 - 12),
-            text=f"{minutes}:{stable_int('s', video.title) % 60:02d}",
-            style=Style(bg="#000000", fg="#ffffff", size=30, radius=8, align="center"),
-        ),
-    )
-    return thumb
-
-
-def video_row(y: int, video: Video, query: str) -> Node:
-    """A result row: thumbnail on the left, title, channel and views on the right."""
-    row = Node(
-        cls="android.view.ViewGroup",
-        bounds=(0, y, SCREEN_W, y + ROW_H),
-        content_desc=f"{video.title} - {video.channel} - {video.views} - {video.age} - play video",
-        clickable=True,
-        action=video.action(query),
-    )
-    row.add(_thumbnail((PAD, y + 20, PAD + 460, y + 280), video))
-    tx = PAD + 490
-    lines = wrap(video.title, 24)
-    for i, line in enumerate(lines):
-        row.add(
-            Node(
-                cls="android.widget.TextView",
-                bounds=(tx, y + 24 + i * 60, SCREEN_W - PAD, y + 84 + i * 60),
-                text=line,
-                resource_id=f"{YOUTUBE}:id/title" if i == 0 else "",
-                style=Style(size=38, fg="#0f0f0f"),
-            )
-        )
-    row.add(
-        Node(
-            cls="android.widget.TextView",
-            bounds=(tx, y + 160, SCREEN_W - PAD, y + 210),
-            text=video.channel,
-            resource_id=f"{YOUTUBE}:id/channel",
-            style=Style(size=32, fg="#606060"),
-        ),
-        Node(
-            cls="android.widget.TextView",
-            bounds=(tx, y + 210, SCREEN_W - PAD, y + 260),
-            text=f"{video.views} · {video.age}",
-            style=Style(size=32, fg="#606060"),
-        ),
-    )
-    return row
 
 
 class YouTube(App):
@@ -273,10 +102,10 @@ class YouTube(App):
                 chip((x, y, x + 180, y + 90), name, f"topic:{name}", selected=name == self.topic)
             )
         y += 130
-        channels = sorted(_FEED_CHANNELS, key=lambda c: stable_int("feed", self.topic, c))
+        channels = sorted(FEED_CHANNELS, key=lambda c: stable_int("feed", self.topic, c))
         for channel in channels:
             video = channel_videos(channel, 1, start=stable_int("n", self.topic, channel) % 3)[0]
-            body.append(_thumbnail((0, y, SCREEN_W, y + PLAYER_H), video))
+            body.append(thumbnail((0, y, SCREEN_W, y + PLAYER_H), video))
             row = list_item(
                 y + PLAYER_H,
                 wrap(video.title, 40, 1)[0],
@@ -360,7 +189,7 @@ class YouTube(App):
 
     def _video(self, page: Page) -> Screen:
         title, channel, query = page.get("title"), page.get("channel"), page.get("query")
-        video = Video(title, channel, "", _views(title))
+        video = Video(title, channel, "", views_text(title))
         player = Node(
             cls="android.widget.FrameLayout",
             bounds=(0, CONTENT_TOP, SCREEN_W, CONTENT_TOP + PLAYER_H),
@@ -417,7 +246,7 @@ class YouTube(App):
             Node(
                 cls="android.widget.TextView",
                 bounds=(PAD, y, SCREEN_W - PAD, y + 60),
-                text=f"{video.views} · {pick(_AGES, 'age', title)}",
+                text=f"{video.views} · {pick(AGES, 'age', title)}",
                 style=Style(size=34, fg="#606060"),
             )
         )
