@@ -5,10 +5,6 @@ from distrl_tasks.data.schema import (
     COLUMNS,
     SCHEMA_VERSION,
     SchemaError,
-    add_returns,
-    discounted_returns,
-    group_trajectories,
-    observations,
     schema_markdown,
     trajectory_schema,
     validate_table,
@@ -22,6 +18,12 @@ from distrl_tasks.data.shards import (
     write_shard,
 )
 from distrl_tasks.data.sumtree import SumTree
+from distrl_tasks.data.trajectories import (
+    add_returns,
+    discounted_returns,
+    group_trajectories,
+    observations,
+)
 
 __all__ = [
     "COLUMNS",

@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distrl_tasks.data.schema import group_trajectories
 from distrl_tasks.data.shards import read_verified, verify_shards
 from distrl_tasks.data.sumtree import SumTree
+from distrl_tasks.data.trajectories import group_trajectories
 
 
 @dataclass(frozen=True)

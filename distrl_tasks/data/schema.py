@@ -230,7 +230,7 @@ def _conform(table: pa.Table, feature_dim: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _fail(column: str, what: str, bad: np.ndarray, ids: np.ndarray) -> None:
+def fail_rows(column: str, what: str, bad: np.ndarray, ids: np.ndarray) -> None:
     """Raise naming the column and the first offending row and trajectory, if any is bad."""
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -240,7 +240,8 @@ def _fail(column: str, what: str, bad: np.ndarray, ids: np.ndarray) -> None:
         )
 
 
-def _np(table: pa.Table, name: str) -> np.ndarray:
+def column_values(table: pa.Table, name: str) -> np.ndarray:
+    """A column as a numpy array (strings come back as an object array)."""
     return table.column(name).to_numpy(zero_copy_only=False)
 
 
@@ -257,45 +258,49 @@ def _fixed_rows(t: pa.Table, name: str) -> np.ndarray:
 
 def _check_values(t: pa.Table) -> None:
     """Row-level value checks on a conformed table sorted by (trajectory_id, step)."""
-    ids = _np(t, "trajectory_id")
+    ids = column_values(t, "trajectory_id")
 
     def isin(name: str, allowed: tuple[str, ...]) -> None:
         ok = pc.is_in(t.column(name), value_set=pa.array(allowed)).to_numpy(zero_copy_only=False)
-        _fail(name, f"value not in {list(allowed)}", ~ok, ids)
+        fail_rows(name, f"value not in {list(allowed)}", ~ok, ids)
 
     isin("split", SPLITS)
     isin("label_status", LABEL_STATUSES)
     isin("action_type", ACTION_TYPES)
     for name in ("trajectory_id", "task", "task_set", "device"):
-        _fail(name, "must not be empty", pc.equal(t.column(name), "").to_numpy(False), ids)
-    _fail("step", "must be >= 0", _np(t, "step") < 0, ids)
-    logp = _np(t, "behavior_log_prob")
-    _fail(
+        fail_rows(name, "must not be empty", pc.equal(t.column(name), "").to_numpy(False), ids)
+    fail_rows("step", "must be >= 0", column_values(t, "step") < 0, ids)
+    logp = column_values(t, "behavior_log_prob")
+    fail_rows(
         "behavior_log_prob", "must be finite and <= 0", ~(np.isfinite(logp) & (logp <= 1e-6)), ids
     )
-    penalty = _np(t, "penalty")
-    _fail("penalty", "must be finite and <= 0", ~(np.isfinite(penalty) & (penalty <= 0)), ids)
+    penalty = column_values(t, "penalty")
+    fail_rows("penalty", "must be finite and <= 0", ~(np.isfinite(penalty) & (penalty <= 0)), ids)
     for name in ("reward", "mc_return", "trajectory_reward"):
         vals = t.column(name).fill_null(0.0).to_numpy(zero_copy_only=False)
-        _fail(name, "must be finite", ~np.isfinite(vals), ids)
+        fail_rows(name, "must be finite", ~np.isfinite(vals), ids)
     for name in ("touch_point", "lift_point"):
         vals = _fixed_rows(t, name)
-        _fail(name, "coordinates must lie in [0, 1]", ~((vals >= 0) & (vals <= 1)).all(axis=1), ids)
+        fail_rows(
+            name, "coordinates must lie in [0, 1]", ~((vals >= 0) & (vals <= 1)).all(axis=1), ids
+        )
     for name in (FEATURES, FINAL_FEATURES):
         bad = ~np.isfinite(_fixed_rows(t, name)).all(axis=1)
-        _fail(name, "values must be finite (float16 overflow?)", bad, ids)
+        fail_rows(name, "values must be finite (float16 overflow?)", bad, ids)
     heads = pc.binary_slice(t.column("screenshot_png"), 0, 8).to_pylist()
-    _fail("screenshot_png", "is not PNG data", np.array([h != PNG_SIGNATURE for h in heads]), ids)
+    fail_rows(
+        "screenshot_png", "is not PNG data", np.array([h != PNG_SIGNATURE for h in heads]), ids
+    )
     labeled = pc.equal(t.column("label_status"), "labeled").to_numpy(zero_copy_only=False)
     for name in _LABEL_REQUIRED:
         null = t.column(name).is_null().to_numpy(zero_copy_only=False)
-        _fail(name, "must be set on labeled rows", labeled & null, ids)
+        fail_rows(name, "must be set on labeled rows", labeled & null, ids)
 
 
 def _check_trajectories(t: pa.Table) -> None:
     """Per-trajectory checks on a table sorted by (trajectory_id, step)."""
-    ids = _np(t, "trajectory_id")
-    steps = _np(t, "step").astype(np.int64)
+    ids = column_values(t, "trajectory_id")
+    steps = column_values(t, "step").astype(np.int64)
     n = len(ids)
     is_first = np.ones(n, dtype=bool)
     is_first[1:] = ids[1:] != ids[:-1]
@@ -304,24 +309,24 @@ def _check_trajectories(t: pa.Table) -> None:
     # Position of each row inside its trajectory must equal its step: 0..n-1, no gaps or repeats.
     starts = np.flatnonzero(is_first)
     position = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
-    _fail("step", "steps of a trajectory must be exactly 0..n-1", steps != position, ids)
-    done = _np(t, "done").astype(bool)
-    _fail("done", "must be true on the last step and false before it", done != is_last, ids)
+    fail_rows("step", "steps of a trajectory must be exactly 0..n-1", steps != position, ids)
+    done = column_values(t, "done").astype(bool)
+    fail_rows("done", "must be true on the last step and false before it", done != is_last, ids)
     for name, what in (("final_screenshot_png", "PNG"), (FINAL_FEATURES, "features")):
         present = ~t.column(name).is_null().to_numpy(zero_copy_only=False)
-        _fail(name, f"final {what} allowed on the last step only", present & ~is_last, ids)
+        fail_rows(name, f"final {what} allowed on the last step only", present & ~is_last, ids)
     has_final = ~t.column("final_screenshot_png").is_null().to_numpy(zero_copy_only=False)
-    _fail("final_screenshot_png", "required on the last step", is_last & ~has_final, ids)
+    fail_rows("final_screenshot_png", "required on the last step", is_last & ~has_final, ids)
     finals = pc.binary_slice(t.column("final_screenshot_png").fill_null(b""), 0, 8).to_pylist()
     bad_png = np.array([h != PNG_SIGNATURE for h in finals]) & is_last
-    _fail("final_screenshot_png", "is not PNG data", bad_png, ids)
+    fail_rows("final_screenshot_png", "is not PNG data", bad_png, ids)
     agg = t.group_by("trajectory_id").aggregate(
         [(c, "count_distinct", pc.CountOptions(mode="all")) for c in PER_TRAJECTORY]
     )
     for c in PER_TRAJECTORY:
         counts = agg.column(f"{c}_count_distinct").to_numpy()
         agg_ids = agg.column("trajectory_id").to_numpy(zero_copy_only=False)
-        _fail(c, "must have one value per trajectory", counts > 1, agg_ids)
+        fail_rows(c, "must have one value per trajectory", counts > 1, agg_ids)
 
 
 def sort_steps(table: pa.Table) -> pa.Table:
@@ -342,89 +347,3 @@ def validate_table(table: pa.Table, feature_dim: int) -> pa.Table:
     _check_values(conformed)
     _check_trajectories(conformed)
     return conformed
-
-
-# --- trajectories: grouping rows and Monte-Carlo returns ----------------------------------------
-
-
-def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
-    """Reward-to-go of one trajectory: ``G_t = r_t + gamma * G_{t+1}``, ``G_n = 0`` (float64)."""
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-    out = np.zeros(len(rewards), dtype=np.float64)
-    running = 0.0
-    for t in range(len(rewards) - 1, -1, -1):
-        running = float(rewards[t]) + gamma * running
-        out[t] = running
-    return out
-
-
-def _bounds(ids: np.ndarray) -> list[tuple[int, int]]:
-    """(start, end) of each run of equal ids in a sorted id array."""
-    if len(ids) == 0:
-        return []
-    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-    starts = np.concatenate([[0], cuts])
-    ends = np.concatenate([cuts, [len(ids)]])
-    return list(zip(starts.tolist(), ends.tolist(), strict=True))
-
-
-def add_returns(table: pa.Table, gamma: float) -> pa.Table:
-    """Fill ``mc_return`` and ``trajectory_reward`` from ``reward`` for every trajectory.
-
-    Trajectories with any null reward (not labeled yet) keep nulls. Returns the table in
-    canonical (trajectory_id, step) order with both columns as float32.
-    """
-    t = sort_steps(table)
-    rewards = t.column("reward").to_numpy(zero_copy_only=False).astype(np.float64)
-    null = t.column("reward").is_null().to_numpy(zero_copy_only=False)
-    mc = np.full(t.num_rows, np.nan)
-    total = np.full(t.num_rows, np.nan)
-    for start, end in _bounds(_np(t, "trajectory_id")):
-        if not null[start:end].any():
-            mc[start:end] = discounted_returns(rewards[start:end], gamma)
-            total[start:end] = rewards[start:end].sum()
-    for name, values in (("mc_return", mc), ("trajectory_reward", total)):
-        arr = pa.array(values.astype(np.float32), mask=np.isnan(values), type=pa.float32())
-        if name in t.column_names:
-            t = t.set_column(t.column_names.index(name), name, arr)
-        else:
-            t = t.append_column(name, arr)
-    return t
-
-
-def check_returns(table: pa.Table, gamma: float, atol: float = 1e-4) -> None:
-    """Raise SchemaError unless labeled rows' ``mc_return``/``trajectory_reward`` match rewards."""
-    expected = add_returns(table, gamma)
-    t = sort_steps(table)
-    ids = _np(t, "trajectory_id")
-    for name in ("mc_return", "trajectory_reward"):
-        want = expected.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-        have = t.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-        check = ~np.isnan(want)
-        bad = np.zeros(len(ids), dtype=bool)
-        bad[check] = ~np.isclose(have[check], want[check], atol=atol, rtol=1e-4)
-        _fail(name, f"does not match the rewards with gamma={gamma}", bad, ids)
-
-
-def group_trajectories(table: pa.Table) -> list[pa.Table]:
-    """Split rows into one table per trajectory, each sorted by step.
-
-    Trajectories come oldest first: by round, then the time of step 0, then id (columns that
-    are absent are skipped).
-    """
-    t = sort_steps(table)
-    spans = _bounds(_np(t, "trajectory_id"))
-    keys = [n for n in ("round", "started_at", "trajectory_id") if n in t.column_names]
-    firsts = t.take([s for s, _ in spans]).select(keys).to_pylist() if spans else []
-    order = sorted(range(len(spans)), key=lambda i: tuple(firsts[i][k] for k in keys))
-    return [t.slice(spans[i][0], spans[i][1] - spans[i][0]) for i in order]
-
-
-def observations(trajectory: pa.Table) -> list[bytes]:
-    """The n+1 screenshots of an n-step trajectory: s_0..s_{n-1} and the final observation."""
-    shots = sort_steps(trajectory)
-    final = shots.column("final_screenshot_png")[-1].as_py()
-    if final is None:
-        raise SchemaError("column 'final_screenshot_png': missing on the last step")
-    return [*shots.column("screenshot_png").to_pylist(), final]

@@ -10,7 +10,6 @@ a logged reason, so broken data is never read.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -18,9 +17,7 @@ import logging
 import os
 import re
 import time
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -28,130 +25,37 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from distrl_tasks.data.manifest import (
+    MANIFEST_SUFFIX,
+    TEMP_MARKER,
+    Quarantined,
+    ShardInfo,
+    VerifyReport,
+    atomic_write,
+    read_manifest,
+    sha256_file,
+)
 from distrl_tasks.data.schema import (
     COLUMN_NAMES,
     FEATURES,
     FINAL_FEATURES,
     SCHEMA_VERSION,
     SchemaError,
-    check_returns,
     feature_dim_of,
     table_from_rows,
     trajectory_schema,
     validate_table,
 )
+from distrl_tasks.data.trajectories import check_returns
 
 log = logging.getLogger(__name__)
 
 QUARANTINE = "quarantine"
-MANIFEST_SUFFIX = ".manifest.json"
-TEMP_MARKER = ".tmp-"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 class ShardConflictError(FileExistsError):
     """A shard with this name exists and holds different content."""
-
-
-@dataclass(frozen=True)
-class ShardInfo:
-    """What a shard's manifest records."""
-
-    name: str
-    path: Path
-    rows: int
-    trajectories: int
-    sha256: str
-    rounds: tuple[int, ...]
-    policy_versions: tuple[int, ...]
-    splits: tuple[str, ...]
-    feature_dim: int
-    schema_version: int
-    created_at: str
-    gamma: float | None = None
-
-    @property
-    def manifest_path(self) -> Path:
-        """Path of the manifest next to the Parquet file."""
-        return self.path.with_name(self.name + MANIFEST_SUFFIX)
-
-    def to_json(self) -> dict:
-        """The manifest as a JSON-ready dict."""
-        out = dataclasses.asdict(self)
-        out["file"] = out.pop("path").name
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping, directory: Path) -> ShardInfo:
-        """Parse a manifest dict (KeyError/TypeError/ValueError if malformed)."""
-        return cls(
-            name=str(data["name"]),
-            path=directory / str(data["file"]),
-            rows=int(data["rows"]),
-            trajectories=int(data["trajectories"]),
-            sha256=str(data["sha256"]),
-            rounds=tuple(int(r) for r in data["rounds"]),
-            policy_versions=tuple(int(v) for v in data["policy_versions"]),
-            splits=tuple(str(s) for s in data["splits"]),
-            feature_dim=int(data["feature_dim"]),
-            schema_version=int(data["schema_version"]),
-            created_at=str(data["created_at"]),
-            gamma=None if data.get("gamma") is None else float(data["gamma"]),
-        )
-
-
-@dataclass(frozen=True)
-class Quarantined:
-    """A file moved out of the data directory, and why."""
-
-    original: Path
-    moved_to: Path
-    reason: str
-
-
-@dataclass
-class VerifyReport:
-    """Outcome of :func:`verify_shards`."""
-
-    shards: list[ShardInfo] = field(default_factory=list)
-    quarantined: list[Quarantined] = field(default_factory=list)
-    skipped: list[Path] = field(default_factory=list)  # in-flight temp files, orphan manifests
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing had to be quarantined."""
-        return not self.quarantined
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, payload: bytes) -> None:
-    """Write bytes so that ``path`` is either absent/old or complete, never partial."""
-    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex[:8]}")
-    try:
-        with tmp.open("wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
@@ -216,10 +120,6 @@ def _make_info(table: pa.Table, path: Path, sha: str, dim: int, gamma: float | N
     )
 
 
-def _read_manifest(path: Path) -> ShardInfo:
-    return ShardInfo.from_json(json.loads(path.read_text()), path.parent)
-
-
 def _same_content(path: Path, existing: ShardInfo, sha: str, table: pa.Table) -> bool:
     """Whether the (checksum-verified) shard at ``path`` holds exactly ``table``."""
     if existing.sha256 == sha:
@@ -274,10 +174,10 @@ def write_shard(
     manifest = directory / f"{name}{MANIFEST_SUFFIX}"
     if path.exists():
         try:
-            existing: ShardInfo | None = _read_manifest(manifest)
+            existing: ShardInfo | None = read_manifest(manifest)
         except (OSError, ValueError, KeyError, TypeError):
             existing = None
-        if existing is None or _sha256_file(path) != existing.sha256:
+        if existing is None or sha256_file(path) != existing.sha256:
             _quarantine(path, "broken shard (manifest missing or checksum mismatch) at rewrite")
         elif _same_content(path, existing, sha, table):
             return existing  # identical rewrite: idempotent no-op
@@ -289,8 +189,8 @@ def write_shard(
         else:
             path.unlink()  # readers now see an orphan manifest (skipped), never a mismatched pair
     info = _make_info(table, path, sha, dim, gamma)
-    _atomic_write(manifest, (json.dumps(info.to_json(), indent=2) + "\n").encode())
-    _atomic_write(path, payload)
+    atomic_write(manifest, (json.dumps(info.to_json(), indent=2) + "\n").encode())
+    atomic_write(path, payload)
     return info
 
 
@@ -318,7 +218,7 @@ def _check_shard(path: Path) -> tuple[ShardInfo | None, str | None]:
     if not manifest.exists():
         return None, f"missing manifest {manifest.name}"
     try:
-        info = _read_manifest(manifest)
+        info = read_manifest(manifest)
     except (ValueError, KeyError, TypeError) as exc:
         return None, f"unreadable manifest {manifest.name}: {exc}"
     if info.schema_version > SCHEMA_VERSION:
@@ -326,7 +226,7 @@ def _check_shard(path: Path) -> tuple[ShardInfo | None, str | None]:
             f"shard {path} has schema version {info.schema_version}; this code reads up to "
             f"{SCHEMA_VERSION}: upgrade distrl_tasks"
         )
-    actual = _sha256_file(path)
+    actual = sha256_file(path)
     if actual != info.sha256:
         return None, f"checksum mismatch: manifest {info.sha256[:12]}, file {actual[:12]}"
     try:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from distrl_tasks.data.replay import ReplayBuffer
-from distrl_tasks.data.schema import discounted_returns
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.data.sumtree import SumTree
+from distrl_tasks.data.trajectories import discounted_returns
 
 
 def traj(tid: str, n: int, rnd: int = 0) -> pa.Table:

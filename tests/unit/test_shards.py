@@ -18,6 +18,7 @@ from PIL import Image
 
 from distrl_tasks.agents.actions import ActionType
 from distrl_tasks.data import schema as S
+from distrl_tasks.data import trajectories as T
 from distrl_tasks.data.schema import SchemaError
 from distrl_tasks.data.shards import (
     QUARANTINE,
@@ -49,7 +50,7 @@ def trajectory(
 ) -> list[dict]:
     """Rows of one well-formed trajectory with hand-made returns."""
     n = len(rewards)
-    mc = S.discounted_returns(np.array(rewards), gamma)
+    mc = T.discounted_returns(np.array(rewards), gamma)
     rows = []
     for t in range(n):
         last = t == n - 1
@@ -193,12 +194,12 @@ def test_float16_features_round_trip(tmp_path):
 
 def test_add_returns_hand_computed():
     table = pa.Table.from_pylist(trajectory("a", [0.0, 0.5, 1.0]))
-    out = S.add_returns(table.drop_columns(["mc_return"]), gamma=0.5)
+    out = T.add_returns(table.drop_columns(["mc_return"]), gamma=0.5)
     # G2 = 1, G1 = 0.5 + 0.5 * 1 = 1, G0 = 0 + 0.5 * 1 = 0.5
     assert out.column("mc_return").to_pylist() == [0.5, 1.0, 1.0]
     assert out.column("trajectory_reward").to_pylist() == [1.5, 1.5, 1.5]
     unlabeled = pa.Table.from_pylist(trajectory("u", [0.0, 1.0], labeled=False))
-    assert S.add_returns(unlabeled, 0.5).column("mc_return").null_count == 2
+    assert T.add_returns(unlabeled, 0.5).column("mc_return").null_count == 2
 
 
 def test_gamma_check_rejects_inconsistent_mc_return(tmp_path):
@@ -213,10 +214,10 @@ def test_group_trajectories_and_final_observation():
     rows += trajectory("x", [0.0], rnd=2)
     rows[-1]["started_at"] = rows[-1]["ended_at"] = T0 + dt.timedelta(days=1)
     table = pa.Table.from_pylist(rows[::-1])  # shuffled order in, canonical order out
-    groups = S.group_trajectories(table)
+    groups = T.group_trajectories(table)
     assert [g.column("trajectory_id")[0].as_py() for g in groups] == ["z", "y", "x"]
     assert groups[0].column("step").to_pylist() == [0, 1]
-    obs = S.observations(groups[0])
+    obs = T.observations(groups[0])
     assert obs == [png(0), png(1), png(200)]
 
 

@@ -7,10 +7,12 @@ import io
 import pytest
 from PIL import Image
 
+from distrl_tasks.sim.app import stable_int
 from distrl_tasks.sim.apps import GMAIL, MAPS, PLAY_STORE, SETTINGS, YOUTUBE
-from distrl_tasks.sim.apps.content import display_name, search_places, stable_int, strip_words
+from distrl_tasks.sim.apps.places import search_places
 from distrl_tasks.sim.apps.playstore import best_match, search_results
-from distrl_tasks.sim.apps.youtube import entity_of, search_videos
+from distrl_tasks.sim.apps.text import display_name, strip_words
+from distrl_tasks.sim.apps.youtube_videos import entity_of, search_videos
 from distrl_tasks.sim.phone import KEYCODE_BACK, KEYCODE_ENTER, Phone
 from distrl_tasks.sim.ui import Node
 

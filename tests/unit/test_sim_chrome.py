@@ -10,7 +10,9 @@ from distrl_tasks.sim.apps.launcher import SEARCH_ID as LAUNCHER_SEARCH_ID
 from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, Node
 from distrl_tasks.sim.web import PRODUCT_ID, RESULT_ID, SERP_SEARCH_ID, SITE_SEARCH_ID, Ctx
-from distrl_tasks.sim.web.serp import KINDS, classify, currency_pair, serp_body
+from distrl_tasks.sim.web.facts import currency_pair
+from distrl_tasks.sim.web.intent import KINDS, classify
+from distrl_tasks.sim.web.serp import serp_body
 from distrl_tasks.sim.web.shops import SHOPS, catalog, shop_for
 from distrl_tasks.sim.web.sites import looks_like_url, resolve
 

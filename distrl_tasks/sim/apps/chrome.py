@@ -21,8 +21,9 @@ from __future__ import annotations
 from distrl_tasks.sim.app import App, Page, Screen, parse_action
 from distrl_tasks.sim.apps import CHROME
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
-from distrl_tasks.sim.web import SERP_SEARCH_ID, SITE_SEARCH_ID, Column, Ctx, google_logo, input_box
-from distrl_tasks.sim.web.serp import intent_for, serp_body
+from distrl_tasks.sim.web import SERP_SEARCH_ID, SITE_SEARCH_ID, Ctx
+from distrl_tasks.sim.web.intent import intent_for
+from distrl_tasks.sim.web.serp import serp_body
 from distrl_tasks.sim.web.shops import home_body, product_body, results_body
 from distrl_tasks.sim.web.sites import (
     REDDIT,
@@ -35,6 +36,7 @@ from distrl_tasks.sim.web.sites import (
     site_results_target,
     web_body,
 )
+from distrl_tasks.sim.web.widgets import Column, google_search
 from distrl_tasks.sim.widgets import VIEWPORT_H
 
 URL_BAR_ID = f"{CHROME}:id/url_bar"
@@ -363,19 +365,19 @@ class Chrome(App):
             )
             return col.nodes
         col = Column(ctx.top + 200)
-        for node in google_logo(SCREEN_W // 2, col.y, 150):
-            col.add(node)
-        col.gap(70)
-        for node in input_box(
-            ctx.value(NTP_SEARCH_ID),
-            ctx.focused(NTP_SEARCH_ID),
+        hint = "Search or type web address"
+        google_search(
+            col,
+            ctx,
             NTP_SEARCH_ID,
-            "Search or type web address",
-            (50, col.y, SCREEN_W - 50, col.y + 140),
+            hint,
+            logo=150,
+            gap=70,
+            margin=50,
+            height=140,
             bg="#f1f3f4",
             border=None,
-        ):
-            col.add(node)
+        )
         col.gap(80)
         for i, (name, domain, color) in enumerate(SHORTCUTS):
             row, c = divmod(i, 4)

@@ -33,6 +33,7 @@ from distrl_tasks.sim.widgets import (
     list_item,
     search_field,
     section_header,
+    switch_row,
 )
 
 SEARCH_ID = f"{SETTINGS}:id/search_action_bar"

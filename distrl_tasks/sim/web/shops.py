@@ -19,21 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qs, quote_plus
 
-from distrl_tasks.sim.app import make_action
+from distrl_tasks.sim.app import make_action, pick, stable_int
 from distrl_tasks.sim.ui import SCREEN_W, Node, Style
-from distrl_tasks.sim.web import (
-    PRODUCT_ID,
-    SITE_SEARCH_ID,
-    Column,
-    Ctx,
-    input_box,
-    money,
-    pick,
-    rating_text,
-    smart_title,
-    stable_int,
-    text_width,
-)
+from distrl_tasks.sim.web import PRODUCT_ID, SITE_SEARCH_ID, Ctx
+from distrl_tasks.sim.web.text import money, rating_text, smart_title
+from distrl_tasks.sim.web.widgets import Column, input_box, text_at, text_width
 
 
 @dataclass(frozen=True)
@@ -346,15 +336,6 @@ def _product_row(col: Column, site: str, query: str, item: int) -> None:
     col.add(row)
 
 
-def _line(x: int, y: int, text: str, size: int, fg: str, bold: bool = False) -> Node:
-    return Node(
-        cls="android.widget.TextView",
-        bounds=(x, y, SCREEN_W - 40, y + int(size * 1.6)),
-        text=text,
-        style=Style(fg=fg, size=size, bold=bold),
-    )
-
-
 def product_body(ctx: Ctx, site: str, query: str, item: int, in_cart: bool) -> list[Node]:
     shop = shop_for(site)
     p = product_at(site, query, item)
@@ -398,3 +379,7 @@ def product_body(ctx: Ctx, site: str, query: str, item: int, in_cart: bool) -> l
         lines=5,
     )
     return col.nodes
+
+
+def _line(x: int, y: int, text: str, size: int, fg: str, bold: bool = False) -> Node:
+    return text_at(x, y, text, size, fg, bold, x2=SCREEN_W - 40, spacing=1.6)

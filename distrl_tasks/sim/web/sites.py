@@ -14,21 +14,12 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, quote_plus, urlsplit
 
-from distrl_tasks.sim.app import make_action
+from distrl_tasks.sim.app import make_action, pick, shuffled, stable_int
 from distrl_tasks.sim.ui import SCREEN_W, Node, Style
-from distrl_tasks.sim.web import (
-    SERP_SEARCH_ID,
-    SITE_SEARCH_ID,
-    Column,
-    Ctx,
-    google_logo,
-    input_box,
-    pick,
-    shuffled,
-    smart_title,
-    stable_int,
-)
+from distrl_tasks.sim.web import SERP_SEARCH_ID, SITE_SEARCH_ID, Ctx
 from distrl_tasks.sim.web.shops import SHOPS, parse_shop_url, product_url, search_url
+from distrl_tasks.sim.web.text import smart_title
+from distrl_tasks.sim.web.widgets import Column, google_search, input_box, text_at
 
 REDDIT = "reddit.com"
 _DOMAIN = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}(:\d+)?([/?#].*)?$", re.IGNORECASE)
@@ -246,15 +237,6 @@ def reddit_body(ctx: Ctx, query: str = "") -> list[Node]:
 _USERS = ("quiet_otter", "mapmaker42", "blue_kettle", "pixelpilot", "late_night_dev", "ferngully")
 
 
-def _text(x: int, y: int, text: str, size: int, fg: str, bold: bool = False) -> Node:
-    return Node(
-        cls="android.widget.TextView",
-        bounds=(x, y, SCREEN_W - 60, y + int(size * 1.7)),
-        text=text,
-        style=Style(fg=fg, size=size, bold=bold),
-    )
-
-
 # ----- any other page -----------------------------------------------------------------------
 def web_body(ctx: Ctx, url: str, title: str) -> list[Node]:
     """A readable page for any URL: Google's home, a video page, or an article."""
@@ -311,17 +293,9 @@ _ARTICLE = (
 def google_home_body(ctx: Ctx) -> list[Node]:
     """www.google.com: the logo and the search box (it searches like the results page box)."""
     col = Column(ctx.top + 160)
-    for node in google_logo(SCREEN_W // 2, col.y, 150):
-        col.add(node)
-    col.gap(60)
-    for node in input_box(
-        ctx.value(SERP_SEARCH_ID),
-        ctx.focused(SERP_SEARCH_ID),
-        SERP_SEARCH_ID,
-        "Search Google",
-        (60, col.y, SCREEN_W - 60, col.y + 140),
-    ):
-        col.add(node)
+    google_search(
+        col, ctx, SERP_SEARCH_ID, "Search Google", logo=150, gap=60, margin=60, height=140
+    )
     col.gap(40)
     col.text("Google offered in: Español  Français  Deutsch", size=34, fg="#5f6368", align="center")
     return col.nodes
@@ -347,3 +321,7 @@ def result_title_for(host: str, subject: str) -> str:
         host,
         subject,
     )
+
+
+def _text(x: int, y: int, text: str, size: int, fg: str, bold: bool = False) -> Node:
+    return text_at(x, y, text, size, fg, bold, x2=SCREEN_W - 60, spacing=1.7)
