@@ -1,0 +1,1 @@
+"""Fakes of external services used by the tests (real servers on loopback)."""

@@ -1,0 +1,309 @@
+"""A scriptable fake of the Gemini ``generateContent`` endpoint, served over real HTTP.
+
+Runs a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a background thread, so the
+real google-genai client talks to it unchanged. Tests script the replies in order (success,
+429 with ``Retry-After``, 5xx, hangs, malformed JSON, blocked prompts) and inspect every
+request afterwards: path, headers, decoded parts and arrival times.
+
+Usage::
+
+    with FakeGemini(api_key="test-key") as fake:
+        fake.script(rate_limited(0.2), answer("Q: ...\\nStatus: success"))
+        ev = GeminiEvaluator(api_key="test-key", base_url=fake.base_url, ...)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_PATH = re.compile(r"^/(?P<version>v1beta|v1)/models/(?P<model>[^/:]+):generateContent$")
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted HTTP reply.
+
+    Attributes:
+        status: HTTP status code.
+        body: raw response body.
+        headers: extra response headers.
+        delay_s: seconds to wait before answering (a hang, when past the client's timeout).
+    """
+
+    status: int = 200
+    body: bytes = b"{}"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj).encode("utf-8")
+
+
+def answer(text: str, *, prompt_tokens: int = 1200, response_tokens: int = 60) -> Reply:
+    """A normal 200 answer carrying ``text`` and token usage."""
+    return Reply(
+        body=_json(
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": text}]},
+                        "finishReason": "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": prompt_tokens,
+                    "candidatesTokenCount": response_tokens,
+                    "totalTokenCount": prompt_tokens + response_tokens,
+                },
+            }
+        )
+    )
+
+
+def success(note: str = "The screen shows the finished task.") -> Reply:
+    """An answer that judges success."""
+    return answer(f"Q: What should I see?\nA: I should see it done. {note}\nStatus: success")
+
+
+def failure(note: str = "The screen does not show the finished task.") -> Reply:
+    """An answer that judges failure."""
+    return answer(f"Q: What should I see?\nA: I should see it done. {note}\nStatus: failure")
+
+
+def blocked(reason: str = "SAFETY", *, prompt_tokens: int = 900) -> Reply:
+    """A 200 with no candidates: the prompt was blocked (``promptFeedback.blockReason``)."""
+    return Reply(
+        body=_json(
+            {
+                "promptFeedback": {"blockReason": reason},
+                "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": 900},
+            }
+        )
+    )
+
+
+def error(code: int, message: str = "", *, retry_after: float | None = None) -> Reply:
+    """A Google-style JSON error, optionally with a ``Retry-After`` header (seconds)."""
+    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+    status = _STATUS_NAMES.get(code, "UNKNOWN")
+    body = {"error": {"code": code, "message": message or status.lower(), "status": status}}
+    return Reply(status=code, body=_json(body), headers=headers)
+
+
+def rate_limited(retry_after: float = 0.2) -> Reply:
+    """HTTP 429 asking the client to wait ``retry_after`` seconds."""
+    return error(429, "Resource has been exhausted (e.g. check quota).", retry_after=retry_after)
+
+
+def server_error(code: int = 500) -> Reply:
+    """A 5xx error."""
+    return error(code, "An internal error has occurred.")
+
+
+def malformed() -> Reply:
+    """A 200 whose body is not JSON."""
+    return Reply(body=b'{"candidates": [ {"content": ')
+
+
+def hang(seconds: float, then: Reply | None = None) -> Reply:
+    """Answer only after ``seconds`` (released early when the server stops)."""
+    base = then or success()
+    return Reply(base.status, base.body, dict(base.headers), delay_s=seconds)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    raw: bytes
+    received_at: float  # time.monotonic() on arrival
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.raw)
+
+    @property
+    def model(self) -> str | None:
+        m = _PATH.match(self.path)
+        return m.group("model") if m else None
+
+    @property
+    def api_version(self) -> str | None:
+        m = _PATH.match(self.path)
+        return m.group("version") if m else None
+
+    def parts(self) -> list[dict[str, Any]]:
+        """Every part of every content, in order."""
+        return [p for c in self.json.get("contents", []) for p in c.get("parts", [])]
+
+    def texts(self) -> list[str]:
+        return [p["text"] for p in self.parts() if "text" in p]
+
+    def images(self) -> list[tuple[str, bytes]]:
+        """``(mime_type, bytes)`` of each inline image, in order."""
+        out = []
+        for p in self.parts():
+            blob = p.get("inlineData") or p.get("inline_data")
+            if blob is not None:
+                mime = blob.get("mimeType") or blob.get("mime_type")
+                out.append((mime, _b64(blob["data"])))
+        return out
+
+    def kinds(self) -> list[str]:
+        """``"text"`` / ``"image"`` per part: the shape of the prompt."""
+        return ["text" if "text" in p else "image" for p in self.parts()]
+
+
+def _b64(data: str) -> bytes:
+    """Decode standard or URL-safe base64 (the SDK sends the URL-safe alphabet), padded or not."""
+    data = data.replace("-", "+").replace("_", "/")
+    return base64.b64decode(data + "=" * (-len(data) % 4), validate=True)
+
+
+Responder = Callable[[RecordedRequest], Reply]
+
+
+class FakeGemini:
+    """The fake server. Scripted replies are used first, then ``responder``, then ``default``.
+
+    Args:
+        api_key: when set, requests without this ``x-goog-api-key`` get HTTP 403.
+        default: reply when nothing is scripted (default: a success answer).
+        responder: computes a reply from the request (e.g. by goal) when the script is empty.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        default: Reply | None = None,
+        responder: Responder | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.default = default or success()
+        self.responder = responder
+        self.requests: list[RecordedRequest] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----- lifecycle -----------------------------------------------------------------------
+    def start(self) -> FakeGemini:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-gemini", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes hanging handlers
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeGemini:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    # ----- scripting -------------------------------------------------------------------------
+    def script(self, *replies: Reply) -> None:
+        """Queue replies, used one per request in order."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet used."""
+        with self._lock:
+            return len(self._queue)
+
+    def _next_reply(self, req: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(req)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if self.api_key is not None and req.headers.get("x-goog-api-key") != self.api_key:
+                return error(403, "API key not valid. Please pass a valid API key.")
+            if _PATH.match(req.path) is None:
+                return error(404, f"no such method: {req.path}")
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(req) if self.responder is not None else self.default
+
+    def _done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as Google's front end
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            req = RecordedRequest(
+                method="POST",
+                path=self.path.split("?", 1)[0],
+                headers={k.lower(): v for k, v in self.headers.items()},
+                raw=raw,
+                received_at=time.monotonic(),
+            )
+            try:
+                reply = fake._next_reply(req)
+                if reply.delay_s > 0 and fake._stopping.wait(reply.delay_s):
+                    return  # server stopping: drop the hung request
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(reply.body)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(reply.body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout), as a real client would
+            finally:
+                fake._done()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler

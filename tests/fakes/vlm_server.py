@@ -1,0 +1,300 @@
+"""A scriptable fake of an OpenAI-compatible ``/v1/chat/completions`` endpoint (as vLLM serves).
+
+A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a background thread. Tests script
+replies in order (completions with or without token log-probs, malformed text, non-JSON bodies,
+429 with ``Retry-After``, 5xx, slow answers), or compute them from the request with a
+``responder``; every request is recorded (headers, JSON body, arrival time, decoded images) and
+the peak number of requests in flight is tracked.
+
+Usage::
+
+    with FakeVLM(api_key="k") as fake:
+        fake.script(rate_limited(0.2), completion('Action Plan: ...'))
+        policy = RemoteVLMPolicy(fake.base_url, "cogagent", api_key="k")
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PATH = "/v1/chat/completions"
+DATA_URL_PREFIX = "data:image/png;base64,"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted reply: either a completion (``text`` set) or a raw ``body``.
+
+    A completion is rendered per request: its token log-probs are included only when the
+    request asked for ``logprobs``, as a real server does.
+    """
+
+    status: int = 200
+    text: str | None = None
+    token_logprobs: tuple[float, ...] = ()
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    prompt_tokens: int = 1000
+    finish_reason: str = "stop"
+
+
+def completion(
+    text: str, *, token_logprobs: Sequence[float] = (), prompt_tokens: int = 1000
+) -> Reply:
+    """A 200 chat completion whose message content is ``text``."""
+    return Reply(text=text, token_logprobs=tuple(token_logprobs), prompt_tokens=prompt_tokens)
+
+
+def error(code: int, message: str = "", *, retry_after: float | None = None) -> Reply:
+    """An OpenAI-style JSON error, optionally with ``Retry-After`` (seconds)."""
+    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+    body = {"error": {"message": message or f"error {code}", "type": "server_error", "code": code}}
+    return Reply(status=code, body=json.dumps(body).encode(), headers=headers)
+
+
+def rate_limited(retry_after: float = 0.2) -> Reply:
+    """HTTP 429 asking the client to wait ``retry_after`` seconds."""
+    return error(429, "Rate limit reached, please retry later.", retry_after=retry_after)
+
+
+def server_error(code: int = 500) -> Reply:
+    """A 5xx error."""
+    return error(code, "The server had an error while processing your request.")
+
+
+def bad_json() -> Reply:
+    """A 200 whose body is cut off mid-JSON."""
+    return Reply(body=b'{"choices": [{"message": ')
+
+
+def slow(seconds: float, then: Reply | None = None) -> Reply:
+    """``then`` (default: a done action) after ``seconds`` (released early on stop)."""
+    base = then or completion('"action_type": "STATUS_TASK_COMPLETE"')
+    return Reply(
+        base.status,
+        base.text,
+        base.token_logprobs,
+        base.body,
+        dict(base.headers),
+        seconds,
+        base.prompt_tokens,
+        base.finish_reason,
+    )
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    raw: bytes
+    received_at: float  # time.monotonic()
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.raw)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.json["messages"]
+
+    def system_text(self) -> str:
+        return "".join(m["content"] for m in self.messages if m["role"] == "system")
+
+    def user_parts(self) -> list[dict[str, Any]]:
+        return [p for m in self.messages if m["role"] == "user" for p in m["content"]]
+
+    def user_text(self) -> str:
+        return "\n".join(p["text"] for p in self.user_parts() if p["type"] == "text")
+
+    def image_urls(self) -> list[str]:
+        return [p["image_url"]["url"] for p in self.user_parts() if p["type"] == "image_url"]
+
+    def images(self) -> list[bytes]:
+        """Decoded PNG data URLs (raises when an image is not a PNG data URL)."""
+        out = []
+        for url in self.image_urls():
+            if not url.startswith(DATA_URL_PREFIX):
+                raise ValueError(f"not a PNG data URL: {url[:40]!r}")
+            out.append(base64.b64decode(url[len(DATA_URL_PREFIX) :], validate=True))
+        return out
+
+
+Responder = Callable[[RecordedRequest], Reply]
+
+
+def _render(reply: Reply, req: RecordedRequest, model: str) -> bytes:
+    if reply.text is None:
+        return reply.body
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": reply.text},
+        "finish_reason": reply.finish_reason,
+        "logprobs": None,
+    }
+    if req.json.get("logprobs") and reply.token_logprobs:
+        choice["logprobs"] = {
+            "content": [
+                {"token": f"tok{i}", "logprob": lp, "bytes": None, "top_logprobs": []}
+                for i, lp in enumerate(reply.token_logprobs)
+            ]
+        }
+    n_out = max(1, len(reply.token_logprobs))
+    body = {
+        "id": f"chatcmpl-{int(req.received_at * 1e6)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": n_out,
+            "total_tokens": reply.prompt_tokens + n_out,
+        },
+    }
+    return json.dumps(body).encode()
+
+
+class FakeVLM:
+    """The fake server. Scripted replies are used first, then ``responder``, then ``default``.
+
+    Args:
+        api_key: when set, requests without ``Authorization: Bearer <api_key>`` get HTTP 401
+            (whose message echoes the key that was sent, as careless servers do).
+        models: served model names; a request for another gets 404.
+        supports_logprobs: when False, a request with ``logprobs`` gets 400 naming it.
+        default: the reply when nothing is scripted.
+        responder: computes a reply from the request when the script is empty.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        models: Sequence[str] = ("cogagent-chat",),
+        supports_logprobs: bool = True,
+        default: Reply | None = None,
+        responder: Responder | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.models = tuple(models)
+        self.supports_logprobs = supports_logprobs
+        self.default = default or completion('"action_type": "STATUS_TASK_COMPLETE"')
+        self.responder = responder
+        self.requests: list[RecordedRequest] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeVLM:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-vlm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # releases slow handlers
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeVLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies, used one per request in arrival order."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def _next_reply(self, req: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(req)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            sent = req.headers.get("authorization", "")
+            if self.api_key is not None and sent != f"Bearer {self.api_key}":
+                return error(401, f"Incorrect API key provided: {sent.removeprefix('Bearer ')}")
+            if req.path != PATH:
+                return error(404, f"no route {req.path}")
+            try:
+                body = req.json
+            except ValueError:
+                return error(400, "request body is not JSON")
+            if body.get("model") not in self.models:
+                return error(404, f"The model `{body.get('model')}` does not exist.")
+            if body.get("logprobs") and not self.supports_logprobs:
+                return error(400, "logprobs is not supported by this server")
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(req) if self.responder is not None else self.default
+
+    def _done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+def _make_handler(fake: FakeVLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as vLLM's uvicorn
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            req = RecordedRequest(
+                path=self.path.split("?", 1)[0],
+                headers={k.lower(): v for k, v in self.headers.items()},
+                raw=raw,
+                received_at=time.monotonic(),
+            )
+            try:
+                reply = fake._next_reply(req)
+                if reply.delay_s > 0 and fake._stopping.wait(reply.delay_s):
+                    return  # server stopping: drop the slow request
+                body = _render(reply, req, fake.models[0] if fake.models else "")
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout)
+            finally:
+                fake._done()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler
