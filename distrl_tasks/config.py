@@ -202,6 +202,8 @@ class EvaluatorConfig:
     max_retries: int = 5  # retries on 429 / 5xx / timeouts
     last_screenshots: int = 1  # how many final screenshots are judged
     downscale: int = 4  # images are sent at width/downscale x height/downscale
+    timeout_s: float = 60.0  # per-request timeout before a retry
+    cache_dir: str = "runs/gemini_cache"  # on-disk cache of verdicts (image hash, goal, prompt)
 
     def validate(self, key: str) -> None:
         _check(self.concurrency >= 1, f"{key}.concurrency", "must be >= 1")
@@ -209,6 +211,7 @@ class EvaluatorConfig:
         _check(self.max_retries >= 0, f"{key}.max_retries", "must be >= 0")
         _check(self.last_screenshots >= 1, f"{key}.last_screenshots", "must be >= 1")
         _check(self.downscale >= 1, f"{key}.downscale", "must be >= 1")
+        _check(self.timeout_s > 0, f"{key}.timeout_s", "must be > 0")
 
 
 @dataclass(frozen=True)

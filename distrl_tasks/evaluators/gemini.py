@@ -217,7 +217,7 @@ class GeminiEvaluator(Evaluator):
         Args:
             cfg: the project config; ``cfg.env.task_set`` picks the few-shot examples.
             api_key: explicit key (e.g. from an Airflow connection); else ``GEMINI_API_KEY``.
-            cache_dir: cache directory; default ``<parent of data.root>/gemini_cache``.
+            cache_dir: cache directory; default ``cfg.evaluator.cache_dir``.
             **overrides: any other constructor argument (pricing, timeout_s, retry, ...).
 
         Raises:
@@ -236,7 +236,8 @@ class GeminiEvaluator(Evaluator):
             "retry": RetryPolicy(max_retries=ev.max_retries),
             "last_screenshots": ev.last_screenshots,
             "downscale": ev.downscale,
-            "cache_dir": cache_dir or Path(cfg.data.root).parent / "gemini_cache",
+            "cache_dir": cache_dir or Path(ev.cache_dir),
+            "timeout_s": ev.timeout_s,
         }
         kwargs.update(overrides)
         return cls(api_key=key, **kwargs)
