@@ -307,6 +307,8 @@ def test_from_config_reads_the_evaluator_section_and_env_key(fake, tmp_path, mon
                 "max_retries": 1,
                 "last_screenshots": 2,
                 "downscale": 2,
+                "timeout_s": 2.0,
+                "cache_dir": str(tmp_path / "gemini_cache"),
             },
         }
     )
@@ -314,7 +316,8 @@ def test_from_config_reads_the_evaluator_section_and_env_key(fake, tmp_path, mon
     with pytest.raises(MissingApiKeyError, match="set GEMINI_API_KEY"):
         GeminiEvaluator.from_config(cfg)
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    ev = GeminiEvaluator.from_config(cfg, timeout_s=2.0)
+    ev = GeminiEvaluator.from_config(cfg)
+    assert ev.timeout_s == 2.0
     assert (ev.model, ev.task_set, ev.concurrency, ev.retry.max_retries) == (
         "gemini-test", "webshop", 3, 1)  # fmt: skip
     assert (ev.last_screenshots, ev.downscale) == (2, 2)
