@@ -13,11 +13,11 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e ".[ml]"
+	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,pipeline]"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,dev]"
+	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,pipeline,dev]"
 	touch $@
 
 ## install: the package and its runtime dependencies into .venv (CPU torch pinned)
