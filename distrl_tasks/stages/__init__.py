@@ -1,0 +1,1 @@
+"""Pipeline stages: each module has ``run(cfg, ...) -> small manifest``."""

@@ -1,0 +1,193 @@
+"""The collect stage: run one round of episodes on the device fleet and write Parquet shards.
+
+``run`` is idempotent per (round, worker): once a round's manifest exists and its shards verify,
+re-running returns that manifest and touches nothing. Shards are one per device,
+``r<round>-w<worker>-<serial>``. For the simulator the stage starts its own farm unless given an
+ADB address; for emulators it drives every device the ADB server at ``env.adb_host:adb_port``
+lists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import adbutils
+
+from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
+from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.config import Config
+from distrl_tasks.data.shards import write_shard
+from distrl_tasks.envs.adb_device import AdbDevice
+from distrl_tasks.envs.android_env import AndroidEnv
+from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.runners.collector import CollectResult, collect_async, collect_sync
+from distrl_tasks.runners.inference import InferenceServer
+from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
+from distrl_tasks.tasks.taskset import load_goals
+
+
+def manifest_path(out_dir: str | os.PathLike, round_: int, worker: int) -> Path:
+    return Path(out_dir) / f"collect-r{round_:06d}-w{worker:02d}.json"
+
+
+def sample_goals(
+    goals: list[str], serials: list[str], episodes: int, seed: str
+) -> dict[str, list[str]]:
+    """``episodes`` goals per device, drawn with a seeded RNG (same seed -> same plan)."""
+    rng = random.Random(seed)
+    return {s: [rng.choice(goals) for _ in range(episodes)] for s in serials}
+
+
+def _policy(cfg: Config, policy: object, seed: int) -> object:
+    if policy is None:
+        return build_policy(cfg.agent, seed=seed)
+    if policy == "scripted":
+        return ScriptedPolicy(mistake_rate=cfg.sim.expert_mistake_rate, seed=seed)
+    if policy == "random":
+        return RandomPolicy(seed=seed)
+    if isinstance(policy, str):
+        raise ValueError(f"policy must be an object, 'scripted' or 'random', got {policy!r}")
+    return policy
+
+
+def _reuse(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    manifest = json.loads(path.read_text())
+    if all(Path(p).exists() for p in manifest.get("shards", [])):
+        return {**manifest, "reused": True}
+    return None
+
+
+def run(
+    cfg: Config,
+    *,
+    round: int,
+    policy: object = None,
+    policy_version: int = 0,
+    out_dir: str | os.PathLike | None = None,
+    mode: str | None = None,
+    episodes_per_device: int | None = None,
+    split: str = "train",
+    adb_address: tuple[str, int] | None = None,
+    worker: int = 0,
+    max_batch: int = 32,
+    max_wait_ms: float = 5.0,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Collect one round and write its shards; returns a small manifest.
+
+    Args:
+        cfg: the configuration (devices, task set, horizons, evaluator, gamma).
+        round: collection round (shard names and the ``round`` column).
+        policy: an ``AutoUIPolicy`` or collect-API policy, ``"scripted"``, ``"random"``, or None
+            for ``build_policy(cfg.agent)``.
+        policy_version: version recorded on every step.
+        out_dir: shard directory (default ``cfg.data.root``).
+        mode: ``"async"`` (DistRL) or ``"sync"`` (DigiRL); default from
+            ``orchestration.asynchronous``.
+        episodes_per_device: default ``orchestration.episodes_per_device``.
+        split: ``train`` or ``test`` goals.
+        adb_address: ``(host, port)`` of an ADB server to use instead of starting a sim farm.
+        worker: worker index (shard names; farm seed offset).
+        max_batch / max_wait_ms: inference server batching (async mode).
+        progress: show tqdm bars.
+
+    Returns:
+        ``shards``, ``trajectories``, ``steps``, ``success_rate``, ``steps_per_s``,
+        ``failures`` and more (see :meth:`CollectStats.as_dict`), plus ``reused``.
+    """
+    mode = mode or ("async" if cfg.orchestration.asynchronous else "sync")
+    if mode not in ("async", "sync"):
+        raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
+    episodes = episodes_per_device or cfg.orchestration.episodes_per_device
+    if episodes < 1:
+        raise ValueError(f"episodes_per_device must be >= 1, got {episodes}")
+    out = Path(out_dir if out_dir is not None else cfg.data.root)
+    mpath = manifest_path(out, round, worker)
+    reused = _reuse(mpath)
+    if reused is not None:
+        return reused
+    task_set = cfg.env.task_set
+    goals = load_goals(task_set, split, cfg.env.data_dir)
+    kind = cfg.env.device_kind
+    with ExitStack() as stack:
+        if adb_address is not None:
+            host, port = adb_address
+        elif kind == "sim":
+            from distrl_tasks.sim.farm import running_farm
+
+            farm = stack.enter_context(
+                running_farm(
+                    cfg.orchestration.devices_per_worker,
+                    seed=cfg.sim.seed + worker,
+                    sim_cfg=cfg.sim,
+                )
+            )
+            host, port = farm.host, farm.port
+        else:
+            host, port = cfg.env.adb_host, cfg.env.adb_port
+        client = adbutils.AdbClient(host=host, port=int(port))
+        serials = [d.serial for d in client.device_list()]
+        if not serials:
+            raise RuntimeError(f"no devices attached to the ADB server at {host}:{port}")
+        encoder = build_image_encoder(cfg.agent)
+        envs = [
+            AndroidEnv(
+                AdbDevice(s, host, port, kind=kind, timeout_s=cfg.env.command_timeout_s),
+                encoder,
+                cfg.env,
+                task_set=task_set,
+            )
+            for s in serials
+        ]
+        plan = sample_goals(goals, serials, episodes, f"{cfg.sim.seed}/{round}/{worker}/{split}")
+        oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and kind == "sim" else None
+        pol = _policy(cfg, policy, seed=cfg.sim.seed + round)
+        common = dict(
+            round_=round, split=split, oracle=oracle, gamma=cfg.algorithm.gamma, progress=progress
+        )
+        if mode == "async":
+            with InferenceServer(
+                pol, policy_version, max_batch=max_batch, max_wait_ms=max_wait_ms
+            ) as server:
+                result = collect_async(envs, server, plan, **common)
+        else:
+            result = collect_sync(envs, pol, plan, policy_version=policy_version, **common)
+    shards = _write(result, out, round, worker, image_feature_dim(cfg.agent), cfg.algorithm.gamma)
+    manifest = {
+        "round": round,
+        "worker": worker,
+        "mode": mode,
+        "policy_version": policy_version,
+        "task_set": task_set,
+        "split": split,
+        "devices": serials,
+        "shards": shards,
+        **result.stats.as_dict(),
+        "reused": False,
+    }
+    tmp = mpath.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    os.replace(tmp, mpath)
+    return manifest
+
+
+def _write(
+    result: CollectResult, out: Path, round_: int, worker: int, dim: int, gamma: float
+) -> list[str]:
+    paths = []
+    for serial in result.episodes:
+        rows = result.rows(serial)
+        if rows:
+            name = f"r{round_:06d}-w{worker:02d}-{serial}"
+            info = write_shard(
+                rows, out, round=round_, name=name, feature_dim=dim, gamma=gamma, overwrite=True
+            )  # no manifest yet: a previous attempt of this round died, replace its shards
+            paths.append(str(info.path))
+    return paths

@@ -1,0 +1,156 @@
+"""AndroidEnv on a simulated farm: prompts, penalties, horizon, early stop, pixels, features."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from distrl_tasks.agents.actions import ActionType, format_action, key, swipe, tap, type_text
+from distrl_tasks.agents.image_encoders import SmallImageEncoder
+from distrl_tasks.agents.policy import format_prompt
+from distrl_tasks.config import EnvConfig
+from distrl_tasks.envs.adb_device import AdbDevice
+from distrl_tasks.envs.android_env import AndroidEnv, horizon_for
+from distrl_tasks.runners.policies import ScriptedPolicy
+from distrl_tasks.sim.farm import running_farm
+
+torch.set_num_threads(1)
+GOAL = "Set an alarm for 6pm"
+HOME = format_action(key(ActionType.PRESS_HOME))
+BACK = format_action(key(ActionType.PRESS_BACK))
+
+
+class RecordingDevice(AdbDevice):
+    """The real ADB device, remembering the gestures it sent."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.gestures: list[tuple] = []
+
+    def tap(self, x: float, y: float) -> None:
+        self.gestures.append(("tap", round(x), round(y)))
+        super().tap(x, y)
+
+    def swipe(self, x1, y1, x2, y2, duration_ms: int = 300) -> None:
+        self.gestures.append(("swipe", round(x1), round(y1), round(x2), round(y2)))
+        super().swipe(x1, y1, x2, y2, duration_ms)
+
+
+@pytest.fixture(scope="module")
+def farm():
+    with running_farm(devices=2, seed=0) as running:
+        yield running
+
+
+@pytest.fixture()
+def env(farm) -> AndroidEnv:
+    device = RecordingDevice(farm.serials[0], farm.host, farm.port, timeout_s=10)
+    return AndroidEnv(device, SmallImageEncoder(), EnvConfig())
+
+
+def test_reset_gives_prompt_screenshot_and_features_of_that_screenshot(env) -> None:
+    obs = env.reset(GOAL, episode_id="ep-1")
+    assert obs.prompt == format_prompt(GOAL, []) == "Previous Actions:  Goal: " + GOAL
+    assert obs.screenshot_png.startswith(b"\x89PNG")
+    assert obs.step == 0 and obs.episode_id == "ep-1" and "<hierarchy" in obs.ui_xml
+    want = SmallImageEncoder().encode([obs.screenshot_png])[0]
+    assert obs.image_features.dtype == np.float16
+    np.testing.assert_array_equal(obs.image_features, want)
+    assert obs.policy_input().prompt == obs.prompt
+
+
+def test_prompt_carries_the_previous_action(env) -> None:
+    env.reset(GOAL)
+    res = env.step(HOME)
+    assert res.observation.prompt == f"Previous Actions: {HOME} Goal: {GOAL}"
+    assert res.observation.step == 1 and not res.done
+    assert res.started_at <= res.ended_at
+
+
+def test_repeat_penalty_is_cumulative_and_resets_on_a_new_action(env) -> None:
+    env.reset(GOAL)
+    penalties = [env.step(a).penalty for a in (HOME, HOME, HOME, BACK, BACK)]
+    assert penalties == pytest.approx([0.0, -0.4, -0.8, 0.0, -0.4])
+
+
+def test_empty_type_and_invalid_output_are_penalized(env) -> None:
+    env.reset(GOAL)
+    assert env.step(format_action(type_text(""))).penalty == pytest.approx(-1.0)
+    res = env.step("I think I should tap the clock")
+    assert res.action.invalid and res.penalty == pytest.approx(-1.0)
+    assert not res.done  # an invalid step is a penalized no-op by default
+    # an invalid step between two equal actions does not reset the repeat count
+    env.step(HOME)
+    env.step("garbage")
+    assert env.step(HOME).penalty == pytest.approx(-0.4)
+
+
+def test_invalid_output_can_end_the_episode(farm) -> None:
+    env = AndroidEnv(
+        AdbDevice(farm.serials[1], farm.host, farm.port),
+        SmallImageEncoder(),
+        EnvConfig(),
+        end_on_invalid=True,
+    )
+    env.reset(GOAL)
+    res = env.step('"action_type": "FLY"')
+    assert res.done and res.reason == "invalid" and res.penalty == pytest.approx(-1.0)
+
+
+def test_horizon_ends_the_episode_per_task_set(farm) -> None:
+    cfg = dataclasses.replace(EnvConfig(), horizon_general=3)
+    assert horizon_for("general", EnvConfig()) == 10 and horizon_for("webshop", EnvConfig()) == 20
+    env = AndroidEnv(AdbDevice(farm.serials[1], farm.host, farm.port), SmallImageEncoder(), cfg)
+    env.reset(GOAL)
+    results = [env.step(a) for a in (HOME, BACK, HOME)]
+    assert [r.done for r in results] == [False, False, True]
+    assert results[-1].reason == "horizon" and not results[-1].success
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(HOME)
+    with pytest.raises(ValueError, match="task set"):
+        horizon_for("shopping", cfg)
+
+
+def test_agent_status_actions_end_the_episode(env) -> None:
+    env.reset(GOAL)
+    res = env.step(format_action(key(ActionType.TASK_IMPOSSIBLE)))
+    assert res.done and res.reason == "impossible" and not res.success
+
+
+def test_oracle_stops_the_episode_on_success(env) -> None:
+    policy = ScriptedPolicy()
+    obs = env.reset(GOAL, episode_id="solve")
+    reasons = []
+    for _ in range(10):
+        texts, logps = policy.act([obs])
+        assert logps == [0.0]
+        res = env.step(texts[0])
+        obs = res.observation
+        reasons.append(res.reason)
+        if res.done:
+            break
+    # the alarm is set before the expert would say STATUS_TASK_COMPLETE
+    assert reasons[-1] == "success" and res.success
+    assert res.action.action_type is not ActionType.STATUS_TASK_COMPLETE
+
+
+def test_normalized_points_map_to_pixels_and_dual_point_splits_tap_and_swipe(env) -> None:
+    env.reset(GOAL)
+    assert env.device.screen_size() == (1080, 2400)
+    assert env.to_pixels((0.5, 0.25)) == (270.0, 1200.0)
+    env.step(format_action(tap(0.5, 0.25)))
+    env.step(format_action(swipe(0.5, 0.25, 0.5, 0.26)))  # 0.01 apart: still a tap
+    env.step(format_action(swipe(0.8, 0.5, 0.2, 0.5)))
+    assert env.device.gestures == [
+        ("tap", 270, 1200),
+        ("tap", 270, 1200),
+        ("swipe", 540, 1920, 540, 480),
+    ]
+
+
+def test_reset_rejects_an_empty_goal(env) -> None:
+    with pytest.raises(ValueError, match="goal"):
+        env.reset("  ")
