@@ -108,6 +108,10 @@ class EnvConfig:
     repeat_penalty: float = 0.4  # DistRL: cumulative penalty per repeated action
     empty_text_penalty: float = 1.0  # DistRL: penalty for TYPE with empty text
     invalid_action_penalty: float = 1.0  # penalty for an unparseable model output
+    end_on_invalid: bool = False  # end the episode on unparseable output (DigiRL) or go on
+    emulator_bin: str = "emulator"  # Android emulator binary for device_kind = emulator
+    avd: str = "distrl_pixel"  # AVD started for device_kind = emulator (devices_per_worker copies)
+    avd_snapshot: str = "clean"  # AVD snapshot loaded on every reset (not re-cloned)
 
     def validate(self, key: str) -> None:
         _check(self.horizon_general >= 1, f"{key}.horizon_general", "must be >= 1")
@@ -127,11 +131,28 @@ class AgentConfig:
     temperature: float = 1.0  # sampling temperature at collection time
     max_new_tokens: int = 128  # decoding budget for one action string
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
+    remote_base_url: str = ""  # OpenAI-compatible VLM endpoint (…/v1) for evaluation-only runs
+    remote_model: str = ""  # served model name at remote_base_url
+    remote_api_key_env: str = "VLM_API_KEY"  # env var holding the endpoint's key ("" = no auth)
+    remote_timeout_s: float = 60.0  # per-request timeout of the remote VLM
+    remote_concurrency: int = 4  # requests in flight to the remote VLM
 
     def validate(self, key: str) -> None:
         _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
         _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
         _check(self.max_prompt_tokens >= 16, f"{key}.max_prompt_tokens", "must be >= 16")
+        _check(
+            self.remote_base_url == "" or self.remote_base_url.startswith(("http://", "https://")),
+            f"{key}.remote_base_url",
+            "must be empty or start with http:// or https://",
+        )
+        _check(
+            not self.remote_base_url or bool(self.remote_model),
+            f"{key}.remote_model",
+            "needed when remote_base_url is set",
+        )
+        _check(self.remote_timeout_s > 0, f"{key}.remote_timeout_s", "must be > 0")
+        _check(self.remote_concurrency >= 1, f"{key}.remote_concurrency", "must be >= 1")
         if self.image_encoder == "blip2":
             _check(bool(self.image_encoder_path), f"{key}.image_encoder_path", "needed for blip2")
 
@@ -237,6 +258,8 @@ class OrchestrationConfig:
     rounds: int = 3  # training rounds of the demo / DAG
     asynchronous: bool = True  # DistRL actor/learner (True) or DigiRL lockstep rounds (False)
     eval_tasks: int = 96  # first N test tasks in file order (papers: 96)
+    inference_max_batch: int = 32  # most observations per batched policy call (async collection)
+    inference_max_wait_ms: float = 5.0  # how long a policy batch waits to fill up
 
     def validate(self, key: str) -> None:
         _check(self.workers >= 1, f"{key}.workers", "must be >= 1")
@@ -244,6 +267,8 @@ class OrchestrationConfig:
         _check(self.episodes_per_device >= 1, f"{key}.episodes_per_device", "must be >= 1")
         _check(self.rounds >= 1, f"{key}.rounds", "must be >= 1")
         _check(self.eval_tasks >= 1, f"{key}.eval_tasks", "must be >= 1")
+        _check(self.inference_max_batch >= 1, f"{key}.inference_max_batch", "must be >= 1")
+        _check(self.inference_max_wait_ms >= 0, f"{key}.inference_max_wait_ms", "must be >= 0")
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ class AndroidEnv:
         task_set: str = "general",
         oracle: bool | None = None,
         capture_ui_xml: bool = True,
-        end_on_invalid: bool = False,
+        end_on_invalid: bool | None = None,
         history: int = 1,
     ) -> None:
         self.device = device
@@ -124,7 +124,7 @@ class AndroidEnv:
         self.horizon = horizon_for(task_set, cfg)
         self.oracle = (getattr(device, "kind", "sim") == "sim") if oracle is None else oracle
         self.capture_ui_xml = capture_ui_xml
-        self.end_on_invalid = end_on_invalid
+        self.end_on_invalid = cfg.end_on_invalid if end_on_invalid is None else end_on_invalid
         self.history = history
         self.goal = ""
         self.episode_id = ""

@@ -154,6 +154,8 @@ class Emulator:
         adb_host / adb_port: the ADB server that sees the emulator.
         boot_timeout_s: how long a (re)start may take to boot.
         kvm_path: the KVM device checked before starting.
+        command_timeout_s: timeout of one ADB command.
+        extra: more emulator flags (e.g. ``-read-only`` to run several copies of one AVD).
     """
 
     def __init__(
@@ -168,8 +170,11 @@ class Emulator:
         boot_timeout_s: float = 300.0,
         kvm_path: str | os.PathLike = "/dev/kvm",
         command_timeout_s: float = 20.0,
+        extra: Sequence[str] = (),
     ) -> None:
-        self.argv = emulator_command(avd, port, emulator_bin=emulator_bin, snapshot=snapshot)
+        self.argv = emulator_command(
+            avd, port, emulator_bin=emulator_bin, snapshot=snapshot, extra=extra
+        )
         self.port = port
         self.snapshot = snapshot
         self.boot_timeout_s = boot_timeout_s

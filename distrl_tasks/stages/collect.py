@@ -76,8 +76,8 @@ def run(
     split: str = "train",
     adb_address: tuple[str, int] | None = None,
     worker: int = 0,
-    max_batch: int = 32,
-    max_wait_ms: float = 5.0,
+    max_batch: int | None = None,
+    max_wait_ms: float | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Collect one round and write its shards; returns a small manifest.
@@ -95,7 +95,8 @@ def run(
         split: ``train`` or ``test`` goals.
         adb_address: ``(host, port)`` of an ADB server to use instead of starting a sim farm.
         worker: worker index (shard names; farm seed offset).
-        max_batch / max_wait_ms: inference server batching (async mode).
+        max_batch / max_wait_ms: inference server batching (async mode); default
+            ``orchestration.inference_max_batch`` / ``inference_max_wait_ms``.
         progress: show tqdm bars.
 
     Returns:
@@ -103,6 +104,10 @@ def run(
         ``failures`` and more (see :meth:`CollectStats.as_dict`), plus ``reused``.
     """
     mode = mode or ("async" if cfg.orchestration.asynchronous else "sync")
+    if max_batch is None:
+        max_batch = cfg.orchestration.inference_max_batch
+    if max_wait_ms is None:
+        max_wait_ms = cfg.orchestration.inference_max_wait_ms
     if mode not in ("async", "sync"):
         raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
     episodes = episodes_per_device or cfg.orchestration.episodes_per_device

@@ -1,0 +1,199 @@
+"""Setup/teardown stage: the device farm a round collects on.
+
+For ``env.device_kind == "sim"`` this starts `distrl sim serve` as a detached process (it must
+outlive the Airflow task that starts it), records ``runs/farm.json`` (host, port, pid, serials),
+and waits until the ADB server lists every device. ``stop`` terminates it. Both are idempotent:
+starting a farm that is already serving returns its record; stopping a stopped farm is a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from distrl_tasks.config import Config
+
+RECORD = Path("runs") / "farm.json"
+LOG = Path("runs") / "farm.log"
+START_TIMEOUT_S = 60.0
+
+
+def _record_path(workdir: str | os.PathLike) -> Path:
+    return Path(workdir) / RECORD
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _serials(host: str, port: int) -> list[str] | None:
+    """The serials an ADB server lists, or None if nothing answers there."""
+    import adbutils
+
+    try:
+        return [d.serial for d in adbutils.AdbClient(host=host, port=port).device_list()]
+    except (adbutils.AdbError, OSError):
+        return None
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _expected_serials(n: int) -> list[str]:
+    return [f"emulator-{5554 + 2 * i}" for i in range(n)]
+
+
+def start(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
+    """Start (or find) the farm for ``cfg`` and return ``{host, port, pid, serials}``."""
+    if cfg.env.device_kind != "sim":
+        return _start_emulators(cfg, workdir)
+    path = _record_path(workdir)
+    if path.is_file():
+        record = json.loads(path.read_text())
+        if _alive(record["pid"]) and _serials(record["host"], record["port"]) == record["serials"]:
+            return record
+        path.unlink()  # a stale record from a farm that died: start a fresh one
+    host = cfg.sim.host
+    port = cfg.sim.port if _serials(host, cfg.sim.port) is None else _free_port(host)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "distrl_tasks.cli",
+        "sim",
+        "serve",
+        "--port",
+        str(port),
+        "--devices",
+        str(cfg.sim.devices),
+        "--seed",
+        str(cfg.sim.seed),
+        "--host",
+        host,
+        "--set",
+        f"sim.render_scale={cfg.sim.render_scale}",
+    ]
+    if cfg.sim.latency.enabled:
+        argv += ["--latency", "--set", f"sim.latency.time_scale={cfg.sim.latency.time_scale}"]
+    if cfg.sim.faults.enabled:
+        argv.append("--faults")
+    with open(Path(workdir) / LOG, "ab") as log:
+        # a new session: the farm survives the task process that started it
+        proc = subprocess.Popen(
+            argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    expected = _expected_serials(cfg.sim.devices)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while _serials(host, port) != expected:
+        if proc.poll() is not None:
+            tail = (Path(workdir) / LOG).read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the simulator farm exited with {proc.returncode}:\n{tail}")
+        if time.monotonic() > deadline:
+            proc.terminate()
+            raise TimeoutError(f"the simulator farm did not come up on {host}:{port} in time")
+        time.sleep(0.2)
+    record = {"kind": "sim", "host": host, "port": port, "pid": proc.pid, "serials": expected}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record))
+    tmp.replace(path)
+    return record
+
+
+def stop(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
+    """Stop the farm recorded in ``runs/farm.json`` (no-op when none runs)."""
+    path = _record_path(workdir)
+    if not path.is_file():
+        return {"stopped": False}
+    record = json.loads(path.read_text())
+    stopped = False
+    if record.get("kind") == "sim" and _alive(record["pid"]):
+        os.kill(record["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while _alive(record["pid"]) and time.monotonic() < deadline:
+            _reap(record["pid"])
+            time.sleep(0.1)
+        if _alive(record["pid"]):
+            os.kill(record["pid"], signal.SIGKILL)
+        stopped = True
+    elif record.get("kind") == "emulator":
+        stopped = _stop_emulators(record)
+    path.unlink(missing_ok=True)
+    return {"stopped": stopped}
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the farm is our child (keeps it from lingering as a zombie)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _start_emulators(cfg: Config, workdir: str | os.PathLike) -> dict[str, Any]:
+    """Boot ``orchestration.devices_per_worker`` copies of ``env.avd`` (read-only instances)."""
+    from distrl_tasks.envs.emulator import Emulator
+
+    path = _record_path(workdir)
+    if path.is_file():
+        record = json.loads(path.read_text())
+        if record.get("kind") == "emulator" and all(_alive(p) for p in record["pids"]):
+            return record
+    n = cfg.orchestration.devices_per_worker
+    emulators = [
+        Emulator(
+            cfg.env.avd,
+            5554 + 2 * i,
+            snapshot=cfg.env.avd_snapshot,
+            emulator_bin=cfg.env.emulator_bin,
+            adb_host=cfg.env.adb_host,
+            adb_port=cfg.env.adb_port,
+            command_timeout_s=cfg.env.command_timeout_s,
+            extra=("-read-only",) if n > 1 else (),
+        )
+        for i in range(n)
+    ]
+    started: list[Emulator] = []
+    try:
+        for emu in emulators:
+            emu.start()
+            started.append(emu)
+    except Exception:
+        for emu in started:  # never leave half a fleet running
+            emu.kill()
+        raise
+    record = {
+        "kind": "emulator",
+        "host": cfg.env.adb_host,
+        "port": cfg.env.adb_port,
+        "pids": [e.process.pid for e in started if e.process is not None],
+        "serials": [e.device.serial for e in started],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record))
+    tmp.replace(path)
+    return record
+
+
+def _stop_emulators(record: dict[str, Any]) -> bool:
+    stopped = False
+    for pid in record.get("pids", []):
+        if _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            stopped = True
+    return stopped
