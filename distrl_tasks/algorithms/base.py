@@ -1,0 +1,156 @@
+"""The interface every training algorithm (DistRL, DigiRL, Filtered BC) offers the learner.
+
+The learner loop (``algorithms/learner.py``) is algorithm-agnostic: per round it calls
+:meth:`Algorithm.prepare_round` once (curriculum filtering, priority refresh), then repeatedly
+:meth:`Algorithm.sample` and :meth:`Algorithm.loss`, and backpropagates ``LossOutput.loss``
+through the optimizer it built from :meth:`Algorithm.param_groups`. Modes (offline / online /
+off2on) are the learner's concern; what differs between algorithms is declared by the algorithm
+(see :attr:`Algorithm.name` and each module's docstring).
+
+Metric names are namespaced: ``losses/...`` for loss terms, ``train/...`` for diagnostics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from distrl_tasks.agents.policy import AutoUIPolicy
+    from distrl_tasks.algorithms.batch import Batch
+    from distrl_tasks.config import Config
+    from distrl_tasks.data.replay import ReplayBuffer
+
+ALGORITHMS = ("distrl", "digirl", "filtered_bc")
+
+
+@dataclass
+class LossOutput:
+    """What :meth:`Algorithm.loss` returns.
+
+    Attributes:
+        loss: Scalar tensor with gradient; the learner calls ``loss.backward()``.
+        terms: Named loss terms, detached scalars, e.g. ``losses/policy``, ``losses/value``,
+            ``losses/entropy``, ``losses/invalid``, ``losses/critic_step``.
+        metrics: Diagnostics as plain floats, e.g. ``train/ess``, ``train/clip_frac``,
+            ``train/staleness``, ``train/adv_mean``, ``train/kept_frac``.
+    """
+
+    loss: torch.Tensor
+    terms: dict[str, torch.Tensor] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.loss, torch.Tensor) or self.loss.dim() != 0:
+            raise ValueError(f"LossOutput.loss must be a scalar tensor, got {self.loss!r}")
+        self.terms = {k: v.detach() for k, v in self.terms.items()}
+
+    def log_dict(self) -> dict[str, float]:
+        """Terms and metrics as one flat ``{name: float}`` dict, ready for a tracker."""
+        out = {k: float(v) for k, v in self.terms.items()}
+        out.update(self.metrics)
+        return out
+
+
+@runtime_checkable
+class Algorithm(Protocol):
+    """A training algorithm: the modules it trains, how it samples, and its loss."""
+
+    name: str
+
+    def modules(self) -> dict[str, torch.nn.Module]:
+        """Trainable modules by role, e.g. ``{"policy": ..., "critic": ...}`` (for DDP/saving)."""
+        ...
+
+    def param_groups(self, lr_policy: float, lr_critic: float) -> list[dict]:
+        """Optimizer parameter groups (each a dict with ``params``, ``lr`` and ``name``)."""
+        ...
+
+    def prepare_round(self, replay: ReplayBuffer) -> dict[str, float]:
+        """Per-round work before the updates (filters, priorities); returns ``train/`` metrics."""
+        ...
+
+    def sample(self, replay: ReplayBuffer, batch_size: int, rng: np.random.Generator) -> Batch:
+        """Draw one training batch from ``replay`` the way this algorithm needs it."""
+        ...
+
+    def loss(self, batch: Batch) -> LossOutput:
+        """The scalar loss on ``batch`` (with gradient) and its named terms and metrics."""
+        ...
+
+
+def build_algorithm(cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> Algorithm:
+    """The algorithm ``cfg.algorithm.name`` names, wired to ``policy`` and fresh critics.
+
+    Critics use the embedded hashed text encoder by default (see
+    :mod:`distrl_tasks.agents.text_encoders`); the step critic's image input size follows the
+    policy's image feature size.
+
+    Raises:
+        ValueError: an unknown algorithm name.
+    """
+    name = cfg.algorithm.name
+    if name == "distrl":
+        from distrl_tasks.algorithms.distrl import DistRL
+
+        return DistRL.from_config(cfg, policy, device=device)
+    if name == "digirl":
+        from distrl_tasks.algorithms.digirl import DigiRL
+
+        return DigiRL.from_config(cfg, policy, device=device)
+    if name == "filtered_bc":
+        from distrl_tasks.algorithms.filtered_bc import FilteredBC
+
+        return FilteredBC.from_config(cfg, policy, device=device)
+    raise ValueError(f"algorithm.name: unknown algorithm {name!r}; expected one of {ALGORITHMS}")
+
+
+# Shared pieces of the three algorithms (kept here: each is a few lines, used by two or three).
+
+
+def scatter_steps(
+    values: torch.Tensor, index: torch.Tensor, shape: tuple[int, int]
+) -> torch.Tensor:
+    """Place ``[n]`` per-step values at flat ``index`` of a zero ``[B, T]`` tensor (keeps grad)."""
+    flat = torch.zeros(shape[0] * shape[1], dtype=values.dtype, device=values.device)
+    return flat.index_put((index.to(values.device),), values).reshape(shape)
+
+
+def score_steps(
+    policy: AutoUIPolicy, batch: Batch, select: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Current-policy log-probs and entropies of the batch's actions, as ``[B, T]``.
+
+    Only real steps (and, if given, where ``select`` is True) are scored; the others are 0.
+
+    Returns:
+        ``(log_probs, entropies, index)``: ``[B, T]`` tensors with gradient, and the flat
+        indices that were scored.
+    """
+    index = batch.flat_index(select)
+    shape = (batch.batch_size, batch.length)
+    if len(index) == 0:
+        zero = next(policy.model.parameters()).sum() * 0.0  # keeps the graph for DDP
+        return zero.expand(shape).float(), zero.expand(shape).float(), index
+    scores = policy.score(batch.observations(index), batch.action_texts(index))
+    log_probs = scatter_steps(scores.log_prob.float(), index, shape)
+    entropy = scatter_steps(scores.entropy.float(), index, shape)
+    return log_probs, entropy, index
+
+
+def masked_average(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the True entries of ``mask`` (0 when there are none)."""
+    count = mask.sum().clamp(min=1).to(x.dtype)
+    return torch.where(mask, x, torch.zeros_like(x)).sum() / count
+
+
+def param_group(name: str, params: list[torch.nn.Parameter], lr: float) -> dict:
+    """One optimizer parameter group; raises when the module has nothing to train."""
+    if not params:
+        raise ValueError(f"module '{name}' has no trainable parameters")
+    if not lr > 0:
+        raise ValueError(f"learning rate of '{name}' must be > 0, got {lr}")
+    return {"params": params, "lr": float(lr), "name": name}

@@ -1,0 +1,319 @@
+"""DistRL's A-RIDE: Retrace actor-critic with entropy, invalid-action penalty and DPER.
+
+Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released code):
+
+* Rewards: ``r_t = reward_t + penalty_t`` (penalties are stored ``<= 0``, so this is the
+  evaluator reward minus the penalty's size). The released code's ``reward + mc_return`` mix is
+  not used.
+* Critic: the double :class:`~distrl_tasks.agents.critics.StepCritic`; ``V`` = min of the heads.
+  Retrace(lambda) targets ``G_t`` (:func:`functional.retrace`, ``log rho = log pi - log mu``
+  with ``pi`` recomputed by the current policy) are detached and both heads are trained toward
+  them with BCE; because ``V`` is a success probability the targets are clipped to ``[0, 1]``
+  (a negative target, i.e. penalties outweighing success, becomes 0).
+* Actor (:func:`actor_loss`)::
+
+      L = -E[w * min(rho_bar, rho) * A * log pi] - beta * E[w * H(pi)] + lam_inv * E[w * P_inv]
+
+  with ``A`` the Retrace advantage (``functional.retrace`` returns it already multiplied by
+  ``min(rho_bar, rho)``), ``w`` the prioritized-replay importance weights and ``H`` the policy's
+  entropy summed over the action's tokens (``AutoUIPolicy.score``).
+* ``P_inv`` estimator: the probability the policy puts on an invalid action is estimated from
+  replayed invalid actions by importance sampling, ``P_inv ~ E_mu[1[invalid] * rho]``. The term
+  uses ``rho~ = exp(log pi - sg(log pi)) * sg(min(rho_bar, rho))``: its value is the truncated
+  ratio and its gradient ``min(rho_bar, rho) * grad log pi``, so minimising it pushes down the
+  log-probability of the actions the parser flagged invalid, with bounded variance.
+* DPER: trajectory priority ``w1 mean|delta| + w2 mean rho + w3 mean(-log pi)`` recomputed with
+  the current policy and critic for the whole replay in :meth:`DistRL.prepare_round`, and for
+  the sampled windows after each loss (written at the next :meth:`DistRL.sample`); sampling is
+  the replay's prioritized sampling (``P ~ p^alpha``, weights ``(N P)^-beta``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from distrl_tasks.agents.critics import StepCritic, trainable_parameters, weighted_bce
+from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.agents.text_encoders import build_text_encoder
+from distrl_tasks.algorithms import functional as F
+from distrl_tasks.algorithms.base import LossOutput, masked_average, param_group, score_steps
+from distrl_tasks.algorithms.batch import (
+    DEFAULT_HORIZONS,
+    Batch,
+    batch_from_sequences,
+    batch_from_trajectories,
+)
+from distrl_tasks.config import Config
+from distrl_tasks.data.replay import ReplayBuffer
+
+
+def actor_loss(
+    log_probs: torch.Tensor,
+    behavior_log_probs: torch.Tensor,
+    entropy: torch.Tensor,
+    pg_advantages: torch.Tensor,
+    invalid: torch.Tensor,
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    entropy_coef: float,
+    invalid_coef: float,
+    rho_bar: float = 1.0,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """A-RIDE's actor loss (see the module docstring); averages run over real steps.
+
+    Args:
+        log_probs: ``[B, T]`` ``log pi(a_t|s_t)`` with gradient.
+        behavior_log_probs: ``[B, T]`` ``log mu(a_t|s_t)``.
+        entropy: ``[B, T]`` policy entropy at ``s_t`` with gradient.
+        pg_advantages: ``[B, T]`` ``min(rho_bar, rho_t) * A_t`` (treated as constants).
+        invalid: ``[B, T]`` bool, action failed to parse.
+        weights: ``[B]`` prioritized-replay importance weights.
+        mask: ``[B, T]`` bool, real steps.
+        entropy_coef: ``beta``.
+        invalid_coef: ``lambda_inv``.
+        rho_bar: Truncation of the importance ratio in the invalid-action term.
+
+    Returns:
+        ``(loss, terms)`` with ``terms`` holding ``losses/policy``, ``losses/entropy`` (the
+        mean entropy, a bonus) and ``losses/invalid`` (the estimated ``P_inv``).
+    """
+    w = weights.to(log_probs.dtype).unsqueeze(1).expand_as(log_probs)
+    policy = masked_average(-w * pg_advantages.detach() * log_probs, mask)
+    ent = masked_average(w * entropy, mask)
+    lp_const = log_probs.detach()
+    rho = torch.exp(lp_const - behavior_log_probs).clamp(max=rho_bar)
+    rho_tilde = torch.exp(log_probs - lp_const) * rho
+    p_invalid = masked_average(w * invalid.to(log_probs.dtype) * rho_tilde, mask)
+    loss = policy - entropy_coef * ent + invalid_coef * p_invalid
+    return loss, {"losses/policy": policy, "losses/entropy": ent, "losses/invalid": p_invalid}
+
+
+@dataclass
+class _Evaluated:
+    """Critic and policy quantities of a batch needed by both the loss and the priorities."""
+
+    logits: torch.Tensor  # [B*T, 2] critic logits at s_t (with gradient)
+    values: torch.Tensor  # [B, T] V(s_t), detached
+    bootstrap: torch.Tensor  # [B] V after each row's last real step, detached
+    rewards: torch.Tensor  # [B, T] reward + penalty
+    discounts: torch.Tensor  # [B, T]
+
+
+class DistRL:
+    """A-RIDE on a policy and a double step critic; see the module docstring.
+
+    Args:
+        policy: The policy to train.
+        critic: The step critic.
+        gamma, lambda_, rho_bar, c_bar: Retrace parameters.
+        entropy_coef, invalid_coef: ``beta`` and ``lambda_inv`` of the actor loss.
+        sequence_length: Steps per sampled window.
+        priority_weights: DPER ``(w1, w2, w3)``.
+        priority_beta: Importance-weight exponent of prioritized sampling.
+        priority_rho_clip: Cap on ``rho`` inside the priority so that one very stale
+            trajectory cannot take all the sampling mass (and ``exp`` cannot overflow).
+        horizons: Step budget per task set.
+        chunk: Trajectories scored at once while refreshing priorities.
+    """
+
+    name = "distrl"
+
+    def __init__(
+        self,
+        policy: AutoUIPolicy,
+        critic: StepCritic,
+        *,
+        gamma: float = 0.5,
+        lambda_: float = 1.0,
+        rho_bar: float = 1.0,
+        c_bar: float = 1.0,
+        entropy_coef: float = 0.01,
+        invalid_coef: float = 1.0,
+        sequence_length: int = 3,
+        priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01),
+        priority_beta: float = 0.4,
+        priority_rho_clip: float = 10.0,
+        horizons: Mapping[str, int] = DEFAULT_HORIZONS,
+        chunk: int = 16,
+    ) -> None:
+        if sequence_length < 1:
+            raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
+        self.policy = policy
+        self.critic = critic
+        self.gamma, self.lambda_ = float(gamma), float(lambda_)
+        self.rho_bar, self.c_bar = float(rho_bar), float(c_bar)
+        self.entropy_coef, self.invalid_coef = float(entropy_coef), float(invalid_coef)
+        self.sequence_length = int(sequence_length)
+        self.priority_weights = tuple(float(w) for w in priority_weights)
+        self.priority_beta = float(priority_beta)
+        self.priority_rho_clip = float(priority_rho_clip)
+        self.horizons = dict(horizons)
+        self.chunk = int(chunk)
+        self.policy_version: int | None = None  # set by the learner for the staleness metric
+        self._pending: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> DistRL:
+        """Wire the algorithm from ``cfg.algorithm`` with a fresh critic on ``device``."""
+        a = cfg.algorithm
+        critic = StepCritic(build_text_encoder("hashed"), policy.model.image_dim).to(device)
+        return cls(
+            policy,
+            critic,
+            gamma=a.gamma,
+            lambda_=a.lambda_,
+            rho_bar=a.rho_bar,
+            c_bar=a.c_bar,
+            entropy_coef=a.entropy_coef,
+            invalid_coef=a.invalid_coef,
+            sequence_length=a.sequence_length,
+            priority_weights=a.priority_weights,
+            priority_beta=a.priority_beta,
+            horizons={"general": cfg.env.horizon_general, "webshop": cfg.env.horizon_webshop},
+        )
+
+    def modules(self) -> dict[str, torch.nn.Module]:
+        return {"policy": self.policy.model, "critic": self.critic}
+
+    def param_groups(self, lr_policy: float, lr_critic: float) -> list[dict]:
+        return [
+            param_group("policy", trainable_parameters(self.policy.model), lr_policy),
+            param_group("critic", trainable_parameters(self.critic), lr_critic),
+        ]
+
+    def _evaluate(self, batch: Batch) -> _Evaluated:
+        b, t = batch.batch_size, batch.length
+        dim = batch.features.shape[-1]
+        device = self.critic.heads[0][0].weight.device
+        logits = self.critic(
+            batch.prompts, batch.prev_features.reshape(-1, dim), batch.features.reshape(-1, dim)
+        )
+        values = torch.sigmoid(logits.detach()).min(dim=1).values.reshape(b, t)
+        with torch.no_grad():
+            next_values = self.critic.values(
+                batch.next_prompts,
+                batch.features.reshape(-1, dim),
+                batch.next_features.reshape(-1, dim),
+            ).reshape(b, t)
+        last = (batch.mask.sum(dim=1) - 1).clamp(min=0).to(device)
+        bootstrap = next_values.gather(1, last.unsqueeze(1)).squeeze(1)
+        rewards = (batch.rewards + batch.penalties).to(device)
+        discounts = F.discounts_from_dones(batch.dones.to(device), self.gamma, torch.float32)
+        return _Evaluated(logits, values, bootstrap, rewards, discounts)
+
+    def _priorities(
+        self, ev: _Evaluated, log_probs: torch.Tensor, batch: Batch, mask: torch.Tensor
+    ) -> np.ndarray:
+        deltas = F.td_errors(ev.rewards, ev.values, ev.bootstrap, ev.discounts, mask=mask)
+        w1, w2, w3 = self.priority_weights
+        prio = F.dper_priority(
+            deltas,
+            log_probs.detach(),
+            batch.behavior_log_probs.to(deltas.device),
+            w1=w1,
+            w2=w2,
+            w3=w3,
+            rho_clip=self.priority_rho_clip,
+            mask=mask,
+        )
+        return prio.cpu().numpy().astype(np.float64)
+
+    @torch.no_grad()
+    def prepare_round(self, replay: ReplayBuffer) -> dict[str, float]:
+        """Recompute every stored trajectory's DPER priority with the current policy/critic."""
+        self._pending = None
+        slots = np.asarray(replay.slots, dtype=np.int64)
+        if len(slots) == 0:
+            raise ValueError("prepare_round: the replay buffer is empty")
+        out = []
+        for i in range(0, len(slots), self.chunk):
+            batch = batch_from_trajectories(
+                replay, slots[i : i + self.chunk], horizons=self.horizons
+            )
+            ev = self._evaluate(batch)
+            log_probs, _, _ = score_steps(self.policy, batch)
+            mask = batch.mask.to(ev.values.device)
+            out.append(self._priorities(ev, log_probs, batch, mask))
+        prio = np.concatenate(out)
+        replay.update_priorities(slots, prio)
+        return {
+            "train/priority_mean": float(prio.mean()),
+            "train/priority_max": float(prio.max()),
+            "train/trajectories": float(len(slots)),
+        }
+
+    def sample(self, replay: ReplayBuffer, batch_size: int, rng: np.random.Generator) -> Batch:
+        """Prioritized windows of ``sequence_length`` steps (the replay's own seeded draws).
+
+        First writes the priorities computed by the previous :meth:`loss` for its windows
+        (slots evicted since are skipped). ``rng`` is unused: the replay's generator draws.
+        """
+        if self._pending is not None:
+            slots, prio = self._pending
+            live = np.isin(slots, np.asarray(replay.slots, dtype=np.int64))
+            if live.any():
+                replay.update_priorities(slots[live], prio[live])
+            self._pending = None
+        seq = replay.sample_sequences(
+            batch_size, self.sequence_length, prioritized=True, beta=self.priority_beta
+        )
+        return batch_from_sequences(seq, replay, horizons=self.horizons)
+
+    def loss(self, batch: Batch) -> LossOutput:
+        """Critic BCE toward clipped Retrace targets plus the A-RIDE actor loss."""
+        ev = self._evaluate(batch)
+        device = ev.values.device
+        mask = batch.mask.to(device)
+        log_probs, entropy, _ = score_steps(self.policy, batch)
+        log_probs, entropy = log_probs.to(device), entropy.to(device)
+        mu = batch.behavior_log_probs.to(device)
+        returns = F.retrace(
+            log_probs.detach() - mu,
+            ev.rewards,
+            ev.values,
+            ev.bootstrap,
+            ev.discounts,
+            lambda_=self.lambda_,
+            c_bar=self.c_bar,
+            rho_bar=self.rho_bar,
+            mask=mask,
+        )
+        weights = batch.weights.to(device)
+        flat_mask = mask.reshape(-1)
+        step_w = weights.unsqueeze(1).expand_as(mask).reshape(-1)[flat_mask]
+        targets = returns.vs.reshape(-1)[flat_mask].clamp(0.0, 1.0)
+        critic_loss = weighted_bce(ev.logits[flat_mask], targets, step_w)
+        actor, terms = actor_loss(
+            log_probs,
+            mu,
+            entropy,
+            returns.pg_advantages,
+            batch.invalid.to(device),
+            weights,
+            mask,
+            entropy_coef=self.entropy_coef,
+            invalid_coef=self.invalid_coef,
+            rho_bar=self.rho_bar,
+        )
+        self._pending = (batch.slots.copy(), self._priorities(ev, log_probs, batch, mask))
+        terms["losses/value"] = critic_loss
+        rhos = torch.exp(log_probs.detach() - mu)[mask]
+        clipped = rhos.clamp(max=self.rho_bar)
+        metrics = {
+            "train/ess": float(
+                clipped.sum() ** 2 / (len(clipped) * (clipped**2).sum()).clamp(min=1e-12)
+            ),
+            "train/clip_frac": float((rhos > self.rho_bar).float().mean()),
+            "train/adv_mean": float(masked_average(returns.pg_advantages, mask)),
+            "train/value_mean": float(masked_average(ev.values, mask)),
+            "train/target_mean": float(masked_average(returns.vs, mask)),
+        }
+        if self.policy_version is not None:
+            versions = batch.policy_versions.float().mean()
+            metrics["train/staleness"] = float(self.policy_version - versions)
+        return LossOutput(actor + critic_loss, terms, metrics)
