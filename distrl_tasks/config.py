@@ -131,6 +131,9 @@ class AgentConfig:
     temperature: float = 1.0  # sampling temperature at collection time
     max_new_tokens: int = 128  # decoding budget for one action string
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
+    critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input
+    critic_text_encoder_path: str = ""  # local model directory (roberta; optional for minilm)
+    critic_hidden: int = 256  # width of the critics' MLP heads (papers: 768)
     remote_base_url: str = ""  # OpenAI-compatible VLM endpoint (…/v1) for evaluation-only runs
     remote_model: str = ""  # served model name at remote_base_url
     remote_api_key_env: str = "VLM_API_KEY"  # env var holding the endpoint's key ("" = no auth)
@@ -153,6 +156,13 @@ class AgentConfig:
         )
         _check(self.remote_timeout_s > 0, f"{key}.remote_timeout_s", "must be > 0")
         _check(self.remote_concurrency >= 1, f"{key}.remote_concurrency", "must be >= 1")
+        _check(self.critic_hidden >= 1, f"{key}.critic_hidden", "must be >= 1")
+        if self.critic_text_encoder == "roberta":
+            _check(
+                bool(self.critic_text_encoder_path),
+                f"{key}.critic_text_encoder_path",
+                "needed for the roberta text encoder",
+            )
         if self.image_encoder == "blip2":
             _check(bool(self.image_encoder_path), f"{key}.image_encoder_path", "needed for blip2")
 
@@ -180,6 +190,8 @@ class AlgorithmConfig:
     priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01)  # DPER w1 |delta|, w2 rho, w3 H
     priority_alpha: float = 0.5  # prioritized sampling exponent
     priority_beta: float = 0.4  # importance-weight exponent of prioritized sampling
+    priority_rho_clip: float = 10.0  # cap on rho inside DPER priorities (one stale trajectory)
+    digirl_lambda: float = 0.5  # DigiRL doubly-robust advantage lambda (lambda^(H-h) weight)
 
     def validate(self, key: str) -> None:
         _check(0.0 <= self.gamma <= 1.0, f"{key}.gamma", "must be in [0, 1]")
@@ -195,6 +207,8 @@ class AlgorithmConfig:
         )
         _check(0.0 <= self.priority_alpha <= 1.0, f"{key}.priority_alpha", "must be in [0, 1]")
         _check(0.0 <= self.priority_beta <= 1.0, f"{key}.priority_beta", "must be in [0, 1]")
+        _check(self.priority_rho_clip > 0, f"{key}.priority_rho_clip", "must be > 0")
+        _check(0.0 <= self.digirl_lambda <= 1.0, f"{key}.digirl_lambda", "must be in [0, 1]")
 
 
 @dataclass(frozen=True)

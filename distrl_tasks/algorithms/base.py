@@ -85,7 +85,7 @@ class Algorithm(Protocol):
 def build_algorithm(cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> Algorithm:
     """The algorithm ``cfg.algorithm.name`` names, wired to ``policy`` and fresh critics.
 
-    Critics use the embedded hashed text encoder by default (see
+    Critics use the text encoder ``cfg.agent.critic_text_encoder`` names (hashed by default; see
     :mod:`distrl_tasks.agents.text_encoders`); the step critic's image input size follows the
     policy's image feature size.
 
@@ -106,6 +106,15 @@ def build_algorithm(cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -
 
         return FilteredBC.from_config(cfg, policy, device=device)
     raise ValueError(f"algorithm.name: unknown algorithm {name!r}; expected one of {ALGORITHMS}")
+
+
+def critic_text_encoder(cfg: Config, device: str = "cpu"):
+    """The critics' text encoder as ``cfg.agent.critic_text_encoder`` names it."""
+    from distrl_tasks.agents.text_encoders import build_text_encoder
+
+    return build_text_encoder(
+        cfg.agent.critic_text_encoder, path=cfg.agent.critic_text_encoder_path, device=device
+    )
 
 
 # Shared pieces of the three algorithms (kept here: each is a few lines, used by two or three).

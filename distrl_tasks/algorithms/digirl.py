@@ -33,9 +33,14 @@ from distrl_tasks.agents.critics import (
     weighted_bce,
 )
 from distrl_tasks.agents.policy import AutoUIPolicy
-from distrl_tasks.agents.text_encoders import build_text_encoder
 from distrl_tasks.algorithms import functional as F
-from distrl_tasks.algorithms.base import LossOutput, masked_average, param_group, score_steps
+from distrl_tasks.algorithms.base import (
+    LossOutput,
+    critic_text_encoder,
+    masked_average,
+    param_group,
+    score_steps,
+)
 from distrl_tasks.algorithms.batch import DEFAULT_HORIZONS, Batch, batch_from_trajectories
 from distrl_tasks.config import Config
 from distrl_tasks.data.replay import ReplayBuffer
@@ -95,12 +100,13 @@ class DigiRL:
     @classmethod
     def from_config(cls, cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> DigiRL:
         """Wire the algorithm from ``cfg`` with fresh critics sharing one frozen text encoder."""
-        text = build_text_encoder("hashed")
+        text = critic_text_encoder(cfg, device)
+        hidden = cfg.agent.critic_hidden
         return cls(
             policy,
-            StepCritic(text, policy.model.image_dim).to(device),
-            InstructionCritic(text).to(device),
-            advantage_lambda=cfg.algorithm.lambda_,
+            StepCritic(text, policy.model.image_dim, hidden=hidden).to(device),
+            InstructionCritic(text, hidden=hidden).to(device),
+            advantage_lambda=cfg.algorithm.digirl_lambda,
             top_fraction=cfg.algorithm.filter_top_fraction,
             horizons={"general": cfg.env.horizon_general, "webshop": cfg.env.horizon_webshop},
         )

@@ -38,9 +38,14 @@ import torch
 
 from distrl_tasks.agents.critics import StepCritic, trainable_parameters, weighted_bce
 from distrl_tasks.agents.policy import AutoUIPolicy
-from distrl_tasks.agents.text_encoders import build_text_encoder
 from distrl_tasks.algorithms import functional as F
-from distrl_tasks.algorithms.base import LossOutput, masked_average, param_group, score_steps
+from distrl_tasks.algorithms.base import (
+    LossOutput,
+    critic_text_encoder,
+    masked_average,
+    param_group,
+    score_steps,
+)
 from distrl_tasks.algorithms.batch import (
     DEFAULT_HORIZONS,
     Batch,
@@ -161,7 +166,9 @@ class DistRL:
     def from_config(cls, cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> DistRL:
         """Wire the algorithm from ``cfg.algorithm`` with a fresh critic on ``device``."""
         a = cfg.algorithm
-        critic = StepCritic(build_text_encoder("hashed"), policy.model.image_dim).to(device)
+        critic = StepCritic(
+            critic_text_encoder(cfg, device), policy.model.image_dim, hidden=cfg.agent.critic_hidden
+        ).to(device)
         return cls(
             policy,
             critic,
@@ -174,6 +181,7 @@ class DistRL:
             sequence_length=a.sequence_length,
             priority_weights=a.priority_weights,
             priority_beta=a.priority_beta,
+            priority_rho_clip=a.priority_rho_clip,
             horizons={"general": cfg.env.horizon_general, "webshop": cfg.env.horizon_webshop},
         )
 

@@ -1,0 +1,346 @@
+"""The learner: optimizer steps of any :class:`Algorithm` on the replay window, via accelerate.
+
+The same code runs in one process, in a multi-process CPU (gloo) job and on several GPUs.
+``accelerate`` sets up the process group, the device and bf16 autocast. Gradients are averaged
+across processes by an explicit all-reduce after the backward passes rather than by wrapping the
+modules in ``DistributedDataParallel``: algorithms call model methods other than ``forward``
+(``encode``/``decode`` through :meth:`AutoUIPolicy.score`), which a DDP wrapper never sees. The
+reduce is one flat buffer per dtype, done once per optimizer step (after gradient accumulation),
+which is what DDP would do without its overlap of communication and backward.
+
+Batch sizes: ``algorithm.batch_size`` is the global batch of one optimizer step. Each of the
+``P`` processes draws ``batch_size / (P * grad_accum_steps)`` samples per micro-batch with its own
+generator (:func:`rank_rng`), so the update equals one process's update on the union of the
+ranks' samples. Learning rate: linear warmup over ``warmup_steps`` then constant.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+
+from distrl_tasks.agents import checkpoint as policy_checkpoint
+from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.algorithms import train_state as ts
+from distrl_tasks.algorithms.base import Algorithm
+from distrl_tasks.config import Config
+from distrl_tasks.data.replay import ReplayBuffer
+
+# Every metric train_round can report (the algorithm may add its own ``losses/``, ``train/``).
+METRIC_NAMES = (
+    "losses/policy",  # policy-gradient (or BC) loss term
+    "losses/value",  # critic regression loss term
+    "losses/entropy",  # entropy bonus term
+    "train/ess",  # effective sample size of the importance weights, as a fraction
+    "train/clip_frac",  # fraction of importance ratios clipped at rho_bar
+    "train/staleness",  # learner policy version minus the data's behaviour version
+    "train/grad_norm",  # global gradient norm before clipping, mean over the round's steps
+    "train/lr",  # learning rate of the first param group after the round
+    "train/samples_per_s",  # samples consumed per second, all processes together
+    "train/steps",  # optimizer steps taken so far (all rounds)
+    "train/policy_version",  # policy version after the round
+)
+MIXED_PRECISION = ("no", "bf16")
+
+
+def rank_rng(seed: int, rank: int) -> np.random.Generator:
+    """The sampling generator of process ``rank``: one independent stream per rank."""
+    return np.random.default_rng([seed, rank])
+
+
+class Learner:
+    """Trains ``algorithm``'s modules; checkpoints and resumes exactly.
+
+    Args:
+        cfg: the configuration (``algorithm.lm_lr``, ``critic_lr``, ``batch_size``,
+            ``max_grad_norm`` are used here).
+        algorithm: what to train (see :class:`distrl_tasks.algorithms.base.Algorithm`).
+        accelerator: an existing ``Accelerator`` (its mixed precision wins); None builds one.
+        out_dir: checkpoints go to ``out_dir/checkpoints``.
+        seed: seeds torch and the per-rank sampling generators.
+        grad_accum_steps: micro-batches per optimizer step.
+        mixed_precision: ``"no"`` or ``"bf16"`` (used only when ``accelerator`` is None).
+        warmup_steps: linear learning-rate warmup length in optimizer steps (0 = none).
+        weight_decay: AdamW weight decay (0 = Adam).
+        policy_version: version of the policy being trained (incremented per round).
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        algorithm: Algorithm,
+        *,
+        accelerator: Accelerator | None = None,
+        out_dir: str | os.PathLike,
+        seed: int = 0,
+        grad_accum_steps: int = 1,
+        mixed_precision: str = "no",
+        warmup_steps: int = 0,
+        weight_decay: float = 0.0,
+        policy_version: int = 0,
+    ) -> None:
+        if mixed_precision not in MIXED_PRECISION:
+            raise ValueError(
+                f"mixed_precision must be one of {MIXED_PRECISION}, got {mixed_precision!r}"
+            )
+        if grad_accum_steps < 1 or warmup_steps < 0 or weight_decay < 0:
+            raise ValueError(
+                f"need grad_accum_steps >= 1, warmup_steps >= 0, weight_decay >= 0; got "
+                f"{grad_accum_steps}, {warmup_steps}, {weight_decay}"
+            )
+        self.accelerator = accelerator or Accelerator(mixed_precision=mixed_precision)
+        if self.accelerator.mixed_precision not in MIXED_PRECISION:
+            raise ValueError(
+                f"accelerator mixed_precision {self.accelerator.mixed_precision!r} is not "
+                f"supported (fp16 needs loss scaling); use one of {MIXED_PRECISION}"
+            )
+        world = self.accelerator.num_processes
+        per_step = world * grad_accum_steps
+        if cfg.algorithm.batch_size % per_step:
+            raise ValueError(
+                f"algorithm.batch_size {cfg.algorithm.batch_size} must be divisible by "
+                f"processes ({world}) x grad_accum_steps ({grad_accum_steps})"
+            )
+        self.cfg, self.algorithm = cfg, algorithm
+        self.micro_batch_size = cfg.algorithm.batch_size // per_step
+        self.grad_accum_steps, self.warmup_steps = grad_accum_steps, warmup_steps
+        self.out_dir = Path(out_dir)
+        self.seed, self.step, self.policy_version = seed, 0, policy_version
+        torch.manual_seed(seed)
+        self.rng = rank_rng(seed, self.accelerator.process_index)
+
+        self.modules = dict(algorithm.modules())
+        for module in self.modules.values():
+            module.to(self.accelerator.device)
+        self.params = _unique_params(self.modules)
+        self._broadcast_from_rank0()
+        groups = algorithm.param_groups(cfg.algorithm.lm_lr, cfg.algorithm.critic_lr)
+        for group in groups:
+            group.setdefault("initial_lr", group["lr"])  # the schedule scales this
+        self.optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay)
+        self._set_lr()
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def train_round(self, replay: ReplayBuffer, steps: int) -> dict[str, float]:
+        """``steps`` optimizer steps on ``replay``; returns the round's mean metrics."""
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        for module in self.modules.values():
+            module.train()
+        totals: dict[str, float] = defaultdict(float)
+        counts: dict[str, int] = defaultdict(int)
+
+        def record(values: dict[str, float]) -> None:
+            for name, value in values.items():
+                totals[name] += float(value)
+                counts[name] += 1
+
+        record(self.algorithm.prepare_round(replay))
+        started, samples = time.perf_counter(), 0
+        for _ in range(steps):
+            self.optimizer.zero_grad(set_to_none=True)
+            for _ in range(self.grad_accum_steps):
+                batch = self.algorithm.sample(replay, self.micro_batch_size, self.rng)
+                with self.accelerator.autocast():
+                    out = self.algorithm.loss(batch)
+                (out.loss / self.grad_accum_steps).backward()
+                record(out.log_dict())
+                samples += self.micro_batch_size
+            self._average_gradients()
+            grad_norm = torch.nn.utils.clip_grad_norm_(
+                self.params, self.cfg.algorithm.max_grad_norm
+            )
+            record({"train/grad_norm": float(grad_norm)})
+            self.optimizer.step()
+            self.step += 1
+            self._set_lr()
+        elapsed = time.perf_counter() - started
+
+        metrics = self._mean_over_processes({k: totals[k] / counts[k] for k in sorted(totals)})
+        self.policy_version += 1
+        metrics["train/samples_per_s"] = samples * self.accelerator.num_processes / elapsed
+        metrics["train/lr"] = float(self.optimizer.param_groups[0]["lr"])
+        metrics["train/steps"] = float(self.step)
+        metrics["train/policy_version"] = float(self.policy_version)
+        return metrics
+
+    def _set_lr(self) -> None:
+        scale = min(1.0, (self.step + 1) / self.warmup_steps) if self.warmup_steps else 1.0
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"] * scale
+
+    # --- multi-process plumbing -------------------------------------------------------------
+
+    def _distributed(self) -> bool:
+        return self.accelerator.num_processes > 1
+
+    def _broadcast_from_rank0(self) -> None:
+        """Start every rank from rank 0's weights, as DDP does."""
+        if not self._distributed():
+            return
+        with torch.no_grad():
+            for tensor in [*self.params, *_buffers(self.modules)]:
+                torch.distributed.broadcast(tensor.data, src=0)
+
+    def _average_gradients(self) -> None:
+        """Mean of every gradient over processes; a parameter no rank touched keeps None."""
+        if not self._distributed():
+            return
+        device = self.accelerator.device
+        has = torch.tensor(
+            [p.grad is not None for p in self.params], device=device, dtype=torch.int32
+        )
+        torch.distributed.all_reduce(has, op=torch.distributed.ReduceOp.MAX)
+        live = [p for p, h in zip(self.params, has.tolist(), strict=True) if h]
+        for p in live:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        by_dtype: dict[torch.dtype, list[torch.Tensor]] = defaultdict(list)
+        for p in live:
+            by_dtype[p.grad.dtype].append(p.grad)
+        for grads in by_dtype.values():
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            torch.distributed.all_reduce(flat)
+            flat /= self.accelerator.num_processes
+            for g, part in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
+                g.copy_(part.view_as(g))
+
+    def _mean_over_processes(self, metrics: dict[str, float]) -> dict[str, float]:
+        """Average each metric over ranks (every rank runs the same algorithm: same names)."""
+        if not self._distributed():
+            return metrics
+        values = torch.tensor(
+            list(metrics.values()), dtype=torch.float64, device=self.accelerator.device
+        )
+        values = self.accelerator.reduce(values, reduction="mean")
+        return dict(zip(metrics, values.tolist(), strict=True))
+
+    # --- checkpoints ------------------------------------------------------------------------
+
+    def _policy(self) -> AutoUIPolicy | None:
+        """The algorithm's AutoUIPolicy when ``modules()["policy"]`` is its model."""
+        policy = getattr(self.algorithm, "policy", None)
+        if isinstance(policy, AutoUIPolicy) and self.modules.get("policy") is policy.model:
+            return policy
+        return None
+
+    def save_checkpoint(self, name: str | None = None) -> Path:
+        """Write a complete, atomically published checkpoint; returns its directory.
+
+        Collective: every process must call it (each contributes its RNG states).
+        """
+        root = self.out_dir / "checkpoints"
+        name = name or f"step-{self.step:08d}"
+        final, tmp = root / name, root / f".tmp-{name}"
+        rank = self.accelerator.process_index
+        if self.accelerator.is_main_process:
+            root.mkdir(parents=True, exist_ok=True)
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir()
+        self.accelerator.wait_for_everyone()
+        ts.save_tensors(ts.torch_rng_tensors(), tmp / f"rng-rank{rank}.safetensors")
+        ts.write_json(tmp / f"rng-rank{rank}.json", ts.numpy_rng_json(self.rng))
+        self.accelerator.wait_for_everyone()
+        if self.accelerator.is_main_process:
+            self._write_main_files(tmp)
+            ts.publish_dir(tmp, final)
+            ts.write_latest(root, name)
+        self.accelerator.wait_for_everyone()
+        return final
+
+    def _write_main_files(self, tmp: Path) -> None:
+        policy = self._policy()
+        meta = {
+            "policy_version": self.policy_version,
+            "step": self.step,
+            "algorithm": self.algorithm.name,
+        }
+        if policy is not None:
+            policy.save(tmp / ts.POLICY_DIR, metadata=meta)
+        (tmp / ts.MODULES_DIR).mkdir()
+        for role, module in self.modules.items():
+            if policy is None or role != "policy":
+                ts.save_module(module, tmp / ts.MODULES_DIR / f"{role}.safetensors")
+        tensors, opt_meta = ts.optimizer_to_files(self.optimizer)
+        ts.save_tensors(tensors, tmp / ts.OPTIMIZER_FILE)
+        state: dict[str, Any] = {
+            "format_version": ts.FORMAT_VERSION,
+            **meta,
+            "seed": self.seed,
+            "world_size": self.accelerator.num_processes,
+            "grad_accum_steps": self.grad_accum_steps,
+            "modules": sorted(self.modules),
+            "optimizer": opt_meta,
+        }
+        ts.write_json(tmp / ts.STATE_FILE, state)
+
+    def load_checkpoint(self, path: str | os.PathLike) -> None:
+        """Restore weights, optimizer, schedule, counters and RNG states from ``path``.
+
+        Raises:
+            TrainStateError: a missing file, another world size, or modules/optimizer groups
+                that do not match this learner.
+        """
+        where = Path(path)
+        state = ts.read_json(where / ts.STATE_FILE)
+        if state.get("format_version") != ts.FORMAT_VERSION:
+            raise ts.TrainStateError(
+                f"{where}: unsupported format_version {state.get('format_version')!r}"
+            )
+        if state["world_size"] != self.accelerator.num_processes:
+            raise ts.TrainStateError(
+                f"{where}: saved by {state['world_size']} processes, resuming with "
+                f"{self.accelerator.num_processes}; per-rank sampling streams would not match"
+            )
+        if state["modules"] != sorted(self.modules):
+            raise ts.TrainStateError(
+                f"{where}: modules {state['modules']} vs learner {sorted(self.modules)}"
+            )
+        policy = self._policy()
+        for role, module in self.modules.items():
+            if policy is not None and role == "policy":
+                saved, _ = policy_checkpoint.load_checkpoint(where / ts.POLICY_DIR)
+                module.load_state_dict(saved.state_dict())
+            else:
+                ts.load_module(module, where / ts.MODULES_DIR / f"{role}.safetensors")
+        ts.optimizer_from_files(
+            self.optimizer, ts.load_tensors(where / ts.OPTIMIZER_FILE), state["optimizer"]
+        )
+        self.step, self.policy_version = int(state["step"]), int(state["policy_version"])
+        rank = self.accelerator.process_index
+        ts.set_torch_rng(ts.load_tensors(where / f"rng-rank{rank}.safetensors"))
+        self.rng = ts.numpy_rng_from_json(ts.read_json(where / f"rng-rank{rank}.json"))
+        self._set_lr()
+
+
+def _unique_params(modules: dict[str, torch.nn.Module]) -> list[torch.nn.Parameter]:
+    """Trainable parameters of all modules, each once (modules may share submodules)."""
+    seen: set[int] = set()
+    out = []
+    for module in modules.values():
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+    return out
+
+
+def _buffers(modules: dict[str, torch.nn.Module]) -> list[torch.Tensor]:
+    seen: set[int] = set()
+    out = []
+    for module in modules.values():
+        for b in module.buffers():
+            if id(b) not in seen:
+                seen.add(id(b))
+                out.append(b)
+    return out
