@@ -1,0 +1,461 @@
+"""MLflow runs: one parent run per training round, one nested run per stage.
+
+Layout in the experiment (``cfg.tracking.experiment``)::
+
+    round-3                      tags distrl.kind=round, distrl.round=3; params = flat config
+    ├── collect                  tags distrl.kind=stage, distrl.stage=collect, mlflow.parentRunId
+    ├── train                    metrics losses/..., train/...
+    └── evaluate                 metrics eval/...
+
+Everything goes through an explicit :class:`mlflow.MlflowClient` bound to one tracking URI, never
+through MLflow's process-global "active run", so several trackers (tests, threads) cannot collide.
+A relative ``sqlite:///runs/mlflow.db`` is resolved against the project root and its directory is
+created; new experiments keep their artifacts under ``<root>/runs/mlartifacts``.
+
+Metric names are namespaced (``losses/``, ``rollout/``, ``eval/``, ``train/``, ``data/``,
+``perf/``); a name outside those namespaces is an error so dashboards stay predictable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import math
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+
+from distrl_tasks.tracking.params import MAX_TAG_LENGTH, SecretFilter
+
+if TYPE_CHECKING:
+    from distrl_tasks.config import Config
+
+METRIC_NAMESPACES = ("losses", "rollout", "eval", "train", "data", "perf")
+KIND_TAG = "distrl.kind"  # "round" or "stage"
+ROUND_TAG = "distrl.round"
+STAGE_TAG = "distrl.stage"
+ERROR_TAG = "distrl.error"
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's own nesting tag (the UI draws the tree from it)
+RUN_NAME_TAG = "mlflow.runName"
+DEFAULT_ARTIFACT_ROOT = "runs/mlartifacts"
+CONFIG_ARTIFACT = "config/params.json"
+_BATCH_METRICS = 1000  # MLflow's per-request limits
+_BATCH_PARAMS = 100
+
+_log = logging.getLogger(__name__)
+_ACTIVE_ROUND: contextvars.ContextVar[RunHandle | None] = contextvars.ContextVar(
+    "distrl_active_round", default=None
+)
+
+
+def resolve_tracking_uri(uri: str, root: str | Path = ".") -> str:
+    """Make a local tracking URI absolute (relative to ``root``) and create its directory.
+
+    ``sqlite:///runs/mlflow.db`` -> ``sqlite:////<root>/runs/mlflow.db``; an absolute
+    ``sqlite:////...`` keeps its path; a bare directory path becomes a ``file://`` store; remote
+    URIs (``http://``, ``databricks``, ...) pass through unchanged.
+
+    Raises:
+        ValueError: an empty URI or an in-memory SQLite store (it would vanish per connection).
+    """
+    if not uri or not uri.strip():
+        raise ValueError("tracking.tracking_uri: must not be empty")
+    base = Path(root).resolve()
+    if uri.startswith("sqlite:"):
+        if not uri.startswith("sqlite:///"):
+            raise ValueError(
+                f"tracking.tracking_uri: {uri!r} is an in-memory or malformed SQLite URI; "
+                "use sqlite:///relative/path.db or sqlite:////absolute/path.db"
+            )
+        path_part, sep, query = uri[len("sqlite:///") :].partition("?")
+        if path_part in ("", ":memory:"):
+            raise ValueError(f"tracking.tracking_uri: {uri!r} names no database file")
+        path = Path(path_part)
+        path = path if path.is_absolute() else base / path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{path}{sep}{query}"
+    if "://" in uri or uri.startswith("databricks"):
+        return uri
+    path = Path(uri)
+    path = path if path.is_absolute() else base / path
+    path.mkdir(parents=True, exist_ok=True)
+    return path.as_uri()
+
+
+def _is_local(uri: str) -> bool:
+    return uri.startswith(("sqlite:", "file:"))
+
+
+def check_metric_name(name: str) -> str:
+    """Return ``name`` if it is ``<namespace>/<rest>`` with a known namespace, else raise."""
+    namespace, _, rest = name.partition("/")
+    if namespace not in METRIC_NAMESPACES or not rest:
+        raise ValueError(
+            f"metric {name!r} is not namespaced: use one of "
+            f"{', '.join(n + '/' for n in METRIC_NAMESPACES)} followed by a name"
+        )
+    return name
+
+
+class Tracker:
+    """A tracking store plus experiment, and the secret filter applied to all it writes.
+
+    Args:
+        tracking_uri: MLflow tracking (and registry) URI; relative SQLite paths are under ``root``.
+        experiment: experiment name, created on first use.
+        root: project working directory that relative paths are resolved against.
+        artifact_root: where a new experiment stores artifacts (relative to ``root`` unless it
+            is a URI); ignored for remote tracking servers, which choose their own.
+        secret_filter: the filter for params and tags (default: one reading ``os.environ``).
+    """
+
+    def __init__(
+        self,
+        tracking_uri: str,
+        experiment: str,
+        *,
+        root: str | Path = ".",
+        artifact_root: str = DEFAULT_ARTIFACT_ROOT,
+        secret_filter: SecretFilter | None = None,
+    ) -> None:
+        if not experiment:
+            raise ValueError("tracking.experiment: must not be empty")
+        self.root = Path(root).resolve()
+        self.tracking_uri = resolve_tracking_uri(tracking_uri, self.root)
+        self.experiment_name = experiment
+        self.filter = secret_filter or SecretFilter()
+        self.client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
+        self._artifact_location = self._artifact_location_for(artifact_root)
+        self._experiment_id: str | None = None
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: Config,
+        *,
+        root: str | Path = ".",
+        artifact_root: str = DEFAULT_ARTIFACT_ROOT,
+        secret_filter: SecretFilter | None = None,
+    ) -> Tracker:
+        """The tracker ``cfg.tracking`` describes."""
+        return cls(
+            cfg.tracking.tracking_uri,
+            cfg.tracking.experiment,
+            root=root,
+            artifact_root=artifact_root,
+            secret_filter=secret_filter,
+        )
+
+    def _artifact_location_for(self, artifact_root: str) -> str | None:
+        if "://" in artifact_root:
+            return artifact_root
+        if not _is_local(self.tracking_uri):
+            return None
+        path = Path(artifact_root)
+        path = path if path.is_absolute() else self.root / path
+        path.mkdir(parents=True, exist_ok=True)
+        return path.as_uri()
+
+    @property
+    def experiment_id(self) -> str:
+        """Id of the experiment, created (with the artifact location) if it does not exist."""
+        if self._experiment_id is not None:
+            return self._experiment_id
+        found = self.client.get_experiment_by_name(self.experiment_name)
+        if found is None:
+            try:
+                self._experiment_id = self.client.create_experiment(
+                    self.experiment_name, artifact_location=self._artifact_location
+                )
+                return self._experiment_id
+            except MlflowException as exc:  # another process created it first
+                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                found = self.client.get_experiment_by_name(self.experiment_name)
+        if found is None or found.lifecycle_stage == "deleted":
+            raise ValueError(
+                f"tracking.experiment: experiment {self.experiment_name!r} is deleted; "
+                "restore it in MLflow or choose another name"
+            )
+        self._experiment_id = found.experiment_id
+        return self._experiment_id
+
+    def start_run(
+        self,
+        name: str,
+        *,
+        tags: Mapping[str, Any] | None = None,
+        parent: RunHandle | None = None,
+        round: int | None = None,
+    ) -> RunHandle:
+        """Create a run (nested under ``parent`` when given) and return its handle."""
+        all_tags = dict(self.filter.clean(dict(tags or {}), max_length=MAX_TAG_LENGTH))
+        all_tags[RUN_NAME_TAG] = name
+        if parent is not None:
+            all_tags[PARENT_TAG] = parent.run_id
+        if round is not None:
+            all_tags[ROUND_TAG] = str(round)
+        run = self.client.create_run(self.experiment_id, tags=all_tags, run_name=name)
+        return RunHandle(self, run.info.run_id, round)
+
+    def resume(self, run_id: str) -> RunHandle:
+        """Handle on an existing run of this experiment (e.g. a round opened by another process)."""
+        try:
+            run = self.client.get_run(run_id)
+        except MlflowException as exc:
+            raise ValueError(f"run {run_id!r} does not exist in {self.tracking_uri}") from exc
+        if run.info.experiment_id != self.experiment_id:
+            raise ValueError(
+                f"run {run_id!r} belongs to experiment {run.info.experiment_id}, "
+                f"not {self.experiment_name!r}"
+            )
+        round_tag = run.data.tags.get(ROUND_TAG)
+        return RunHandle(self, run_id, int(round_tag) if round_tag is not None else None)
+
+    def child_runs(self, parent_run_id: str) -> list[Any]:
+        """Runs nested directly under ``parent_run_id``, oldest first."""
+        return self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.`{PARENT_TAG}` = '{parent_run_id}'",
+            order_by=["attributes.start_time ASC"],
+        )
+
+    @contextlib.contextmanager
+    def round_run(
+        self,
+        round: int,
+        *,
+        params: Any = None,
+        tags: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> Iterator[RunHandle]:
+        """Parent run of one round; stages nest under it via :meth:`RunHandle.stage_run`.
+
+        Args:
+            round: the round number (tag ``distrl.round``).
+            params: a ``Config`` or (nested) mapping logged as flattened, filtered params and as
+                the artifact ``config/params.json``.
+            tags: extra tags (filtered).
+            run_id: reattach to a round run created earlier (another Airflow task); it is then
+                left in its state on success and only marked FAILED on error.
+        """
+        if isinstance(round, bool) or not isinstance(round, int) or round < 0:
+            raise ValueError(f"round must be a non-negative integer, got {round!r}")
+        if run_id is None:
+            handle = self.start_run(
+                f"round-{round}", tags={KIND_TAG: "round", **(tags or {})}, round=round
+            )
+            if params is not None:
+                handle.log_params(params)
+                handle.log_dict(self.filter.clean(params), CONFIG_ARTIFACT)
+        else:
+            handle = self.resume(run_id)
+            if handle.round != round:
+                raise ValueError(f"run {run_id!r} is round {handle.round}, not round {round}")
+            if tags:
+                handle.set_tags(tags)
+        token = _ACTIVE_ROUND.set(handle)
+        try:
+            with handle._finish(end_on_success=run_id is None):
+                yield handle
+        finally:
+            _ACTIVE_ROUND.reset(token)
+
+
+@dataclass
+class RunHandle:
+    """One MLflow run and the logging helpers the stages use.
+
+    Attributes:
+        tracker: the tracker (client, experiment, secret filter) the run lives in.
+        run_id: MLflow run id.
+        round: the round the run belongs to, when known.
+    """
+
+    tracker: Tracker
+    run_id: str
+    round: int | None = None
+
+    @property
+    def client(self) -> MlflowClient:
+        return self.tracker.client
+
+    def log_metrics(
+        self, metrics: Mapping[str, Any], step: int | None = None, *, prefix: str | None = None
+    ) -> None:
+        """Log numeric metrics at ``step`` (default 0) in one batch.
+
+        Args:
+            metrics: ``{"losses/actor": 0.3}``, or bare names together with ``prefix``.
+            step: the x-axis value (e.g. the optimizer step or the round).
+            prefix: a namespace put in front of every name (``"eval"`` -> ``eval/<name>``).
+
+        Raises:
+            ValueError: a name outside the known namespaces, or a non-numeric value.
+        """
+        stamp = int(time.time() * 1000)
+        batch = []
+        for name, value in metrics.items():
+            key = check_metric_name(f"{prefix.rstrip('/')}/{name}" if prefix else str(name))
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"metric {key!r}: expected a number, got {value!r}") from None
+            if math.isnan(number):  # MLflow stores NaN, but charts and comparisons choke on it
+                raise ValueError(f"metric {key!r} is NaN")
+            batch.append(Metric(key, number, stamp, int(step or 0)))
+        for i in range(0, len(batch), _BATCH_METRICS):
+            self.client.log_batch(self.run_id, metrics=batch[i : i + _BATCH_METRICS])
+
+    def log_params(self, params: Any) -> dict[str, str]:
+        """Log a ``Config`` or (nested) mapping as flattened params, secrets redacted.
+
+        Returns:
+            The exact ``{key: value}`` that was written.
+        """
+        clean = self.tracker.filter.clean(params)
+        items = [Param(k, v) for k, v in clean.items()]
+        for i in range(0, len(items), _BATCH_PARAMS):
+            self.client.log_batch(self.run_id, params=items[i : i + _BATCH_PARAMS])
+        return clean
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        """Set run tags, secrets redacted."""
+        clean = self.tracker.filter.clean(dict(tags), max_length=MAX_TAG_LENGTH)
+        items = [RunTag(k, v) for k, v in clean.items()]
+        for i in range(0, len(items), _BATCH_PARAMS):
+            self.client.log_batch(self.run_id, tags=items[i : i + _BATCH_PARAMS])
+
+    def log_artifacts(self, directory: str | Path, artifact_path: str | None = None) -> None:
+        """Upload a directory's files under ``artifact_path`` of the run.
+
+        Raises:
+            ValueError: the directory is missing or empty, or a file in it holds a secret.
+        """
+        path = Path(directory)
+        if not path.is_dir():
+            raise ValueError(f"artifact directory {str(path)!r} does not exist")
+        if not any(p.is_file() for p in path.rglob("*")):
+            raise ValueError(f"artifact directory {str(path)!r} holds no files")
+        leaks = self.tracker.filter.files_with_secrets(path)
+        if leaks:
+            names = ", ".join(str(p.relative_to(path)) for p in leaks)
+            raise ValueError(f"refusing to upload {str(path)!r}: secret-like content in {names}")
+        self.client.log_artifacts(self.run_id, str(path), artifact_path)
+
+    def log_dict(self, data: Mapping[str, Any], artifact_file: str) -> None:
+        """Write ``data`` as pretty JSON to ``artifact_file`` (e.g. ``config/params.json``)."""
+        parent, _, filename = artifact_file.rpartition("/")
+        with tempfile.TemporaryDirectory(prefix="distrl-artifact-") as tmp:
+            local = Path(tmp) / filename
+            local.write_text(json.dumps(dict(data), indent=2, sort_keys=True, default=str) + "\n")
+            leaks = self.tracker.filter.files_with_secrets(tmp)
+            if leaks:
+                raise ValueError(f"refusing to upload {artifact_file!r}: it holds a secret")
+            self.client.log_artifact(self.run_id, str(local), parent or None)
+
+    @contextlib.contextmanager
+    def stage_run(
+        self, name: str, *, params: Any = None, tags: Mapping[str, Any] | None = None
+    ) -> Iterator[RunHandle]:
+        """A run nested under this one, FINISHED on success and FAILED/KILLED otherwise."""
+        if not name or "/" in name:
+            raise ValueError(f"stage name must be a non-empty word, got {name!r}")
+        child = self.tracker.start_run(
+            name,
+            tags={KIND_TAG: "stage", STAGE_TAG: name, **(tags or {})},
+            parent=self,
+            round=self.round,
+        )
+        if params is not None:
+            child.log_params(params)
+        with child._finish(end_on_success=True):
+            yield child
+
+    def end(self, status: str = "FINISHED") -> None:
+        """Mark the run terminated with ``status`` (FINISHED, FAILED or KILLED)."""
+        if status not in ("FINISHED", "FAILED", "KILLED"):
+            raise ValueError(f"run status must be FINISHED, FAILED or KILLED, got {status!r}")
+        self.client.set_terminated(self.run_id, status=status)
+
+    def _mark_ended(self, status: str, error: str | None) -> None:
+        """Record a failure without ever hiding the exception that caused it."""
+        try:
+            if error is not None:
+                self.client.set_tag(self.run_id, ERROR_TAG, error)
+            self.end(status)
+        except Exception as exc:  # e.g. the store itself is unreachable
+            _log.warning("could not mark run %s %s: %s", self.run_id, status, exc)
+
+    @contextlib.contextmanager
+    def _finish(self, *, end_on_success: bool) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            message = self.tracker.filter.scrub(f"{type(exc).__name__}: {exc}", max_length=1000)
+            self._mark_ended("FAILED", message)
+            raise
+        except BaseException:  # KeyboardInterrupt, task cancelled by the scheduler
+            self._mark_ended("KILLED", None)
+            raise
+        if end_on_success:
+            self.end("FINISHED")
+
+
+@contextlib.contextmanager
+def round_run(
+    cfg: Config,
+    round: int,
+    *,
+    root: str | Path = ".",
+    run_id: str | None = None,
+    tags: Mapping[str, Any] | None = None,
+    tracker: Tracker | None = None,
+) -> Iterator[RunHandle]:
+    """Parent run of one round, with the flattened (secret-free) config as its params.
+
+    Tags ``algorithm`` and ``mode`` come from the config. Inside the block, the module-level
+    :func:`stage_run` nests stage runs under this round.
+
+    Args:
+        cfg: the run's configuration.
+        round: round number.
+        root: project working directory (relative tracking paths resolve against it).
+        run_id: reattach to an already created round run instead of creating one.
+        tags: extra tags.
+        tracker: reuse an existing tracker (default: one built from ``cfg.tracking``).
+    """
+    tracker = tracker or Tracker.from_config(cfg, root=root)
+    base_tags = {"algorithm": cfg.algorithm.name, "mode": cfg.algorithm.mode, **(tags or {})}
+    with tracker.round_run(round, params=cfg, tags=base_tags, run_id=run_id) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def stage_run(
+    name: str, *, params: Any = None, tags: Mapping[str, Any] | None = None
+) -> Iterator[RunHandle]:
+    """A stage run nested under the innermost active :func:`round_run` of this context.
+
+    Raises:
+        RuntimeError: no round run is active.
+    """
+    parent = _ACTIVE_ROUND.get()
+    if parent is None:
+        raise RuntimeError(f"stage_run({name!r}) must be used inside round_run(...)")
+    with parent.stage_run(name, params=params, tags=tags) as child:
+        yield child
+
+
+def active_round() -> RunHandle | None:
+    """The innermost active round run of this context, if any."""
+    return _ACTIVE_ROUND.get()
