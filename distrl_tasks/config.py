@@ -256,10 +256,12 @@ class TrackingConfig:
     tracking_uri: str = "sqlite:///runs/mlflow.db"  # local SQLite store by default
     experiment: str = "distrl"  # MLflow experiment name
     model_name: str = "distrl-policy"  # registered model name
+    artifact_root: str = "runs/mlartifacts"  # where new experiments store artifacts (path or URI)
 
     def validate(self, key: str) -> None:
         _check(bool(self.experiment), f"{key}.experiment", "must not be empty")
         _check(bool(self.model_name), f"{key}.model_name", "must not be empty")
+        _check(bool(self.artifact_root), f"{key}.artifact_root", "must not be empty")
 
 
 @dataclass(frozen=True)

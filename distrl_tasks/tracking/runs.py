@@ -143,15 +143,15 @@ class Tracker:
         cfg: Config,
         *,
         root: str | Path = ".",
-        artifact_root: str = DEFAULT_ARTIFACT_ROOT,
+        artifact_root: str | None = None,
         secret_filter: SecretFilter | None = None,
     ) -> Tracker:
-        """The tracker ``cfg.tracking`` describes."""
+        """The tracker ``cfg.tracking`` describes (``artifact_root`` overrides the config's)."""
         return cls(
             cfg.tracking.tracking_uri,
             cfg.tracking.experiment,
             root=root,
-            artifact_root=artifact_root,
+            artifact_root=artifact_root or cfg.tracking.artifact_root,
             secret_filter=secret_filter,
         )
 
