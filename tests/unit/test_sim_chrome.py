@@ -10,6 +10,7 @@ from distrl_tasks.sim.apps.launcher import SEARCH_ID as LAUNCHER_SEARCH_ID
 from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, Node
 from distrl_tasks.sim.web import PRODUCT_ID, RESULT_ID, SERP_SEARCH_ID, SITE_SEARCH_ID, Ctx
+from distrl_tasks.sim.web.cards import answer_card
 from distrl_tasks.sim.web.facts import currency_pair
 from distrl_tasks.sim.web.intent import KINDS, classify
 from distrl_tasks.sim.web.serp import serp_body
@@ -200,6 +201,39 @@ def test_currency_pairs_use_the_table_rates() -> None:
     assert currency_pair("dollar") is None
 
 
+@pytest.mark.parametrize(
+    ("query", "kind", "slot", "value"),
+    [  # AitW goal texts with words run together, and a product named after the weather
+        ("What's a goodrestaurant in Austin?", "local", "city", "Austin"),
+        ("How much does a3 bedroom apartment rent for in Portland?", "rent", "bedrooms", "3"),
+        ("What's the weather like inToronto?", "weather", "city", "Toronto"),
+        ("What's the news in theFalkland Islands?", "news", "topic", "Falkland Islands"),
+        ("What's US dollar exchange rateagainst the Mexican Peso?", "currency", "to", "MXN"),
+        (
+            "What's the price of the 1000-Watt EGO Power+ Snow Blower?",
+            "shopping",
+            "product",
+            "1000-Watt EGO Power+ Snow Blower",
+        ),
+        ("is it going to snow in denver", "weather", "city", "Denver"),
+    ],
+)
+def test_glued_words_and_priced_products(query: str, kind: str, slot: str, value: str) -> None:
+    intent = classify(query)
+    assert (intent.kind, intent.slots[slot]) == (kind, value)
+
+
+def test_more_stops_never_make_a_shorter_flight() -> None:
+    for query in ("flights from NYC to Tokyo", "flights from Lima to Oslo", "fly Rome to Cairo"):
+        rows = [text for text, *_ in answer_card(classify(query))[1:]]
+        assert [r.split(" · ")[1] for r in rows] == ["Nonstop", "1 stop", "2 stops"]
+        minutes = []
+        for row in rows:
+            hours, mins = row.split(" · ")[2].split()
+            minutes.append(int(hours[:-1]) * 60 + int(mins[:-1]))
+        assert minutes == sorted(minutes)
+
+
 def test_time_card_converts_the_phone_clock(phone: Phone) -> None:
     # the phone shows 12:30 Pacific (UTC-8) on Sat Nov 21; Tokyo is UTC+9 -> 5:30 AM Sunday
     type_into(phone, URL_BAR_ID, "What time is it in Tokyo?")
@@ -231,6 +265,18 @@ def test_product_query_result_opens_shop_results(phone: Phone) -> None:
         "site_results",
         "ebay.com",
         "Sofa",
+    )
+
+
+def test_shop_result_of_a_non_shopping_query_searches_its_subject(phone: Phone) -> None:
+    type_into(phone, URL_BAR_ID, "What does the iPhone 8 look like on eBay?")
+    assert phone.state().param("kind") == "images"
+    tap(phone, rid=RESULT_ID)
+    state = phone.state()
+    assert (state.page, state.param("site"), state.param("query")) == (
+        "site_results",
+        "ebay.com",
+        "iphone 8",
     )
 
 
@@ -357,6 +403,17 @@ def test_tab_switcher_and_history(phone: Phone) -> None:
     assert phone.state().page == "history"
     tap(phone, desc="Costco")
     assert (phone.state().page, phone.state().param("site")) == ("site_home", "costco.com")
+
+
+def test_back_from_the_first_page_keeps_chrome_tabs(phone: Phone) -> None:
+    tap(phone, desc="More options")
+    tap(phone, text="New tab")
+    phone.keyevent(4)  # back to the first tab's new tab page
+    phone.keyevent(4)  # nothing left to go back to: Chrome goes to the background
+    assert phone.state().app != CHROME
+    assert phone.state().chrome_tabs == 2
+    assert phone.launch(CHROME)
+    assert (phone.state().page, phone.state().chrome_tabs) == ("home", 2)
 
 
 # ----- determinism and rendering ----------------------------------------------------------------

@@ -102,10 +102,13 @@ class Chrome(App):
             self.menu_open = False
             self.phone.on_navigate(self)
             return True
-        went = super().back()
-        if went:
+        if super().back():
             self._sync_fields()
-        return went
+            return True
+        # At the first page of a tab Chrome goes to the background and keeps its tabs and
+        # windows; returning False would let the phone finish the app and reset the counters.
+        self.phone.go_home()
+        return True
 
     def _sync_fields(self) -> None:
         """Web search boxes show the current page's query; the address bar starts empty."""

@@ -95,7 +95,10 @@ def organic_results(query: str, intent: Intent, n: int = 6) -> list[Result]:
                 title = f"{'Reddit - Dive into anything' if host == REDDIT else _shop_title(host)}"
                 action = "open:" + make_action("site_home", site=host)
             else:
-                name, params = site_results_target(host, intent.slots.get("product") or bare)
+                wanted = intent.slots.get("product") or drop_words(
+                    intent.subject, rf"{SHOP_WORDS}|\.com|on|at|from"
+                )
+                name, params = site_results_target(host, wanted or bare)
                 url = search_url(host, params["query"])
                 title = f"{smart_title(params['query'])} for sale | {SHOPS[host].name}"
                 action = "open:" + make_action(name, **params)
