@@ -60,7 +60,16 @@ class ShardConflictError(FileExistsError):
 
 def _parquet_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd", row_group_size=max(table.num_rows, 1))
+    # store_schema=False: pyarrow < 26 cannot read back a fixed-size list column holding nulls
+    # from its own stored Arrow schema. The Parquet types stay lossless; readers here cast to
+    # trajectory_schema, and plain pandas/pyarrow readers see variable-length lists.
+    pq.write_table(
+        table,
+        sink,
+        compression="zstd",
+        row_group_size=max(table.num_rows, 1),
+        store_schema=False,
+    )
     return sink.getvalue().to_pybytes()
 
 
@@ -126,7 +135,7 @@ def _same_content(path: Path, existing: ShardInfo, sha: str, table: pa.Table) ->
         return True
     # Same rows written by another pyarrow version can differ in bytes: compare values.
     try:
-        return pq.read_table(path).equals(table)
+        return pq.read_table(path).cast(table.schema).equals(table)
     except (pa.ArrowException, OSError):
         return False
 
