@@ -55,6 +55,14 @@ def _policy(cfg: Config, policy: object, seed: int) -> object:
     return policy
 
 
+def _snapshot_loader(cfg: Config, serial: str):
+    """Reset for an emulator: load the clean snapshot over its console (``emulator-<port>``)."""
+    from distrl_tasks.envs.emulator import console_command
+
+    port = int(serial.rsplit("-", 1)[1])
+    return lambda: console_command(port, f"avd snapshot load {cfg.env.avd_snapshot}")
+
+
 def _reuse(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
@@ -144,7 +152,14 @@ def run(
         encoder = build_image_encoder(cfg.agent)
         envs = [
             AndroidEnv(
-                AdbDevice(s, host, port, kind=kind, timeout_s=cfg.env.command_timeout_s),
+                AdbDevice(
+                    s,
+                    host,
+                    port,
+                    kind=kind,
+                    timeout_s=cfg.env.command_timeout_s,
+                    snapshot_loader=_snapshot_loader(cfg, s) if kind == "emulator" else None,
+                ),
                 encoder,
                 cfg.env,
                 task_set=task_set,
