@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -186,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_sim(sub)
     _add_demo(sub)
+    from distrl_tasks.cli_pipeline import add_pipeline_commands
+
+    add_pipeline_commands(sub, _add_config_flags)
     # more command groups (demo, collect, train, ...) are added here: _add_<group>(sub)
     return parser
 
@@ -201,6 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # a newcomer gets one clear line; developers opt into the traceback
+        if os.environ.get("DISTRL_DEBUG"):
+            raise
+        print(f"distrl: error: {exc}", file=sys.stderr)
+        print("(set DISTRL_DEBUG=1 to see the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ class SimConfig:
 
     host: str = "127.0.0.1"  # bind address of the ADB server; loopback only by default
     port: int = 15037  # ADB server port of the embedded farm
-    devices: int = 8  # number of simulated devices (serials emulator-5554, -5556, ...)
+    devices: int = 8  # devices of `distrl sim serve` (rounds use orchestration's topology)
     seed: int = 0  # seeds content, latency and faults
     render_scale: float = 0.25  # screenshot pixels per logical pixel (1080x2400 logical screen)
     expert_mistake_rate: float = 0.0  # probability of a wrong tap / typo / detour per expert step
@@ -215,7 +215,7 @@ class AlgorithmConfig:
 class DataConfig:
     """Trajectory shards, replay and versioning."""
 
-    root: str = "runs/data"  # directory of Parquet trajectory shards
+    root: str = "data/trajectories"  # Parquet trajectory shards (raw/, labeled/), DVC-tracked
     replay_capacity: int = 10000  # transitions kept in the replay window
     replay_window_rounds: int = 4  # newest rounds of shards the learner reads
     dvc_remote: str = "runs/dvc-remote"  # default DVC remote: a local directory

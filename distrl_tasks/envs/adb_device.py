@@ -49,6 +49,27 @@ def input_text_commands(text: str) -> list[str]:
     return [shlex.join(["input", "text", c.replace(" ", "%s")]) for c in chunks if c]
 
 
+def check_adb_server(host: str, port: int, timeout_s: float = 2.0) -> None:
+    """Fail clearly when nothing listens at ``host:port``.
+
+    adbutils answers a refused connection by launching a real adb daemon on port 5037, which is
+    never what a caller aiming at a simulator farm (or a remote server) wants.
+
+    Raises:
+        ConnectionError: no ADB server answers there.
+    """
+    import socket
+
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    except OSError as exc:
+        raise ConnectionError(
+            f"no ADB server at {host}:{port} ({exc.strerror or exc}); start one with "
+            f"`distrl sim serve --port {port}` or point env.adb_host/adb_port at yours"
+        ) from exc
+
+
 class AdbDevice:
     """One device behind an ADB server.
 

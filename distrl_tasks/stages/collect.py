@@ -22,12 +22,13 @@ from distrl_tasks.agents.image_encoders import build_image_encoder, image_featur
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import write_shard
-from distrl_tasks.envs.adb_device import AdbDevice
+from distrl_tasks.envs.adb_device import AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.runners.collector import CollectResult, collect_async, collect_sync
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
+from distrl_tasks.stages.common import raw_dir
 from distrl_tasks.tasks.taskset import load_goals
 
 
@@ -53,6 +54,22 @@ def _policy(cfg: Config, policy: object, seed: int) -> object:
     if isinstance(policy, str):
         raise ValueError(f"policy must be an object, 'scripted' or 'random', got {policy!r}")
     return policy
+
+
+def behavior_policy(cfg: Config, workdir: str | os.PathLike) -> tuple[object, int]:
+    """The registry's ``behavior`` policy and its policy version (what actors run)."""
+    from distrl_tasks.stages.common import learner_dir, registry
+
+    reg = registry(cfg, workdir)
+    info = reg.alias_version("behavior")
+    if info is None:
+        raise RuntimeError(
+            f"no 'behavior' policy in the registry {cfg.tracking.model_name!r}: "
+            "run `distrl bootstrap` first"
+        )
+    path = reg.download_version(info.version, learner_dir(workdir) / "registry")
+    version = info.policy_version if info.policy_version is not None else info.version
+    return build_policy(cfg.agent, checkpoint_dir=path, seed=cfg.sim.seed), int(version)
 
 
 def _snapshot_loader(cfg: Config, serial: str):
@@ -84,6 +101,10 @@ def run(
     split: str = "train",
     adb_address: tuple[str, int] | None = None,
     worker: int = 0,
+    workers: int = 1,
+    workdir: str | os.PathLike = ".",
+    adb_host: str | None = None,
+    adb_port: int | None = None,
     max_batch: int | None = None,
     max_wait_ms: float | None = None,
     progress: bool = True,
@@ -94,15 +115,20 @@ def run(
         cfg: the configuration (devices, task set, horizons, evaluator, gamma).
         round: collection round (shard names and the ``round`` column).
         policy: an ``AutoUIPolicy`` or collect-API policy, ``"scripted"``, ``"random"``, or None
-            for ``build_policy(cfg.agent)``.
-        policy_version: version recorded on every step.
-        out_dir: shard directory (default ``cfg.data.root``).
+            for the registry's ``behavior`` policy (its version is then recorded).
+        policy_version: version recorded on every step (for a policy passed in).
+        out_dir: shard directory (default ``<data.root>/raw`` under ``workdir``).
         mode: ``"async"`` (DistRL) or ``"sync"`` (DigiRL); default from
             ``orchestration.asynchronous``.
         episodes_per_device: default ``orchestration.episodes_per_device``.
         split: ``train`` or ``test`` goals.
         adb_address: ``(host, port)`` of an ADB server to use instead of starting a sim farm.
-        worker: worker index (shard names; farm seed offset).
+        worker: worker index (shard names; farm seed offset; which devices it drives).
+        workers: number of workers sharing the ADB server's devices: worker ``w`` drives the
+            ``w``-th contiguous block of ``orchestration.devices_per_worker`` devices.
+        workdir: project working directory (data, registry).
+        adb_host / adb_port: an ADB server to use (e.g. the farm stage's) instead of starting a
+            private simulator farm; same as ``adb_address``.
         max_batch / max_wait_ms: inference server batching (async mode); default
             ``orchestration.inference_max_batch`` / ``inference_max_wait_ms``.
         progress: show tqdm bars.
@@ -121,7 +147,11 @@ def run(
     episodes = episodes_per_device or cfg.orchestration.episodes_per_device
     if episodes < 1:
         raise ValueError(f"episodes_per_device must be >= 1, got {episodes}")
-    out = Path(out_dir if out_dir is not None else cfg.data.root)
+    if adb_host is not None and adb_port is not None:
+        adb_address = (adb_host, int(adb_port))
+    if not 0 <= worker < workers:
+        raise ValueError(f"worker must be in [0, workers={workers}), got {worker}")
+    out = Path(out_dir) if out_dir is not None else raw_dir(cfg, workdir)
     mpath = manifest_path(out, round, worker)
     reused = _reuse(mpath)
     if reused is not None:
@@ -145,10 +175,16 @@ def run(
             host, port = farm.host, farm.port
         else:
             host, port = cfg.env.adb_host, cfg.env.adb_port
+        check_adb_server(host, port)
         client = adbutils.AdbClient(host=host, port=int(port))
         serials = [d.serial for d in client.device_list()]
         if not serials:
             raise RuntimeError(f"no devices attached to the ADB server at {host}:{port}")
+        if adb_address is not None and workers > 1:
+            per = cfg.orchestration.devices_per_worker
+            serials = serials[worker * per : (worker + 1) * per]
+            if not serials:
+                raise RuntimeError(f"worker {worker} has no devices at {host}:{port}")
         encoder = build_image_encoder(cfg.agent)
         envs = [
             AndroidEnv(
@@ -168,6 +204,8 @@ def run(
         ]
         plan = sample_goals(goals, serials, episodes, f"{cfg.sim.seed}/{round}/{worker}/{split}")
         oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and kind == "sim" else None
+        if policy is None:
+            policy, policy_version = behavior_policy(cfg, workdir)
         pol = _policy(cfg, policy, seed=cfg.sim.seed + round)
         common = dict(
             round_=round, split=split, oracle=oracle, gamma=cfg.algorithm.gamma, progress=progress

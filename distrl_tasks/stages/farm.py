@@ -1,6 +1,8 @@
 """Setup/teardown stage: the device farm a round collects on.
 
-For ``env.device_kind == "sim"`` this starts `distrl sim serve` as a detached process (it must
+The farm has ``orchestration.workers x orchestration.devices_per_worker`` devices (worker ``w``
+collects on the ``w``-th block). For ``env.device_kind == "sim"`` this starts `distrl sim serve`
+as a detached process (it must
 outlive the Airflow task that starts it), records ``runs/farm.json`` (host, port, pid, serials),
 and waits until the ADB server lists every device. ``stop`` terminates it. Both are idempotent:
 starting a farm that is already serving returns its record; stopping a stopped farm is a no-op.
@@ -40,10 +42,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def _serials(host: str, port: int) -> list[str] | None:
     """The serials an ADB server lists, or None if nothing answers there."""
     import adbutils
 
+    # adbutils answers a refused connection by starting a real adb daemon on 5037: probe first
+    if not _listening(host, port):
+        return None
     try:
         return [d.serial for d in adbutils.AdbClient(host=host, port=port).device_list()]
     except (adbutils.AdbError, OSError):
@@ -54,6 +67,11 @@ def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def farm_size(cfg: Config) -> int:
+    """Devices a round's farm serves: every worker's block."""
+    return cfg.orchestration.workers * cfg.orchestration.devices_per_worker
 
 
 def _expected_serials(n: int) -> list[str]:
@@ -82,7 +100,7 @@ def start(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
         "--port",
         str(port),
         "--devices",
-        str(cfg.sim.devices),
+        str(farm_size(cfg)),
         "--seed",
         str(cfg.sim.seed),
         "--host",
@@ -99,7 +117,7 @@ def start(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
         proc = subprocess.Popen(
             argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-    expected = _expected_serials(cfg.sim.devices)
+    expected = _expected_serials(farm_size(cfg))
     deadline = time.monotonic() + START_TIMEOUT_S
     while _serials(host, port) != expected:
         if proc.poll() is not None:
@@ -153,7 +171,7 @@ def _start_emulators(cfg: Config, workdir: str | os.PathLike) -> dict[str, Any]:
         record = json.loads(path.read_text())
         if record.get("kind") == "emulator" and all(_alive(p) for p in record["pids"]):
             return record
-    n = cfg.orchestration.devices_per_worker
+    n = farm_size(cfg)
     emulators = [
         Emulator(
             cfg.env.avd,

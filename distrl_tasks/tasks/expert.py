@@ -158,6 +158,9 @@ def run_expert(
     import adbutils
 
     task = parse_goal(goal)
+    from distrl_tasks.envs.adb_device import check_adb_server
+
+    check_adb_server(host, port)
     client = adbutils.AdbClient(host=host, port=int(port))
     device = client.device(serial)
     driver = AdbDriver(device)

@@ -1,0 +1,118 @@
+"""What every stage shares: where things live, stored manifests, and the MLflow round run.
+
+Layout under the project's working directory (``workdir``)::
+
+    runs/rounds/r000003/<stage>.json   manifest of each finished stage of round 3
+    runs/rounds/r000003/mlflow_run_id  the round's parent MLflow run (stages nest under it)
+    <data.root>/raw/                   shards as collected (oracle-labeled on the simulator)
+    <data.root>/labeled/               shards after labeling: what replay reads
+    runs/checkpoints/r000003/          the policy trained in round 3 (safetensors)
+    runs/learner/                      learner state (critics, optimizer) carried across rounds
+
+A stage is idempotent: when its manifest exists (and says it finished), ``run`` returns it and
+touches nothing. Manifests are written atomically, last, so a crash mid-stage leaves no manifest
+and the stage simply runs again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from distrl_tasks.config import Config
+
+
+def rounds_dir(workdir: str | os.PathLike) -> Path:
+    return Path(workdir) / "runs" / "rounds"
+
+
+def round_dir(workdir: str | os.PathLike, round_: int) -> Path:
+    return rounds_dir(workdir) / f"r{round_:06d}"
+
+
+def data_root(cfg: Config, workdir: str | os.PathLike) -> Path:
+    root = Path(cfg.data.root)
+    return root if root.is_absolute() else Path(workdir) / root
+
+
+def raw_dir(cfg: Config, workdir: str | os.PathLike) -> Path:
+    return data_root(cfg, workdir) / "raw"
+
+
+def labeled_dir(cfg: Config, workdir: str | os.PathLike) -> Path:
+    return data_root(cfg, workdir) / "labeled"
+
+
+def checkpoint_dir(workdir: str | os.PathLike, round_: int) -> Path:
+    return Path(workdir) / "runs" / "checkpoints" / f"r{round_:06d}"
+
+
+def learner_dir(workdir: str | os.PathLike) -> Path:
+    return Path(workdir) / "runs" / "learner"
+
+
+def resolve(workdir: str | os.PathLike, path: str | os.PathLike) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else Path(workdir) / p
+
+
+def read_manifest(workdir: str | os.PathLike, round_: int, stage: str) -> dict[str, Any] | None:
+    path = round_dir(workdir, round_) / f"{stage}.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def write_manifest(
+    workdir: str | os.PathLike, round_: int, stage: str, manifest: dict[str, Any]
+) -> dict[str, Any]:
+    """Store ``manifest`` atomically as the stage's record of completion; returns it."""
+    path = round_dir(workdir, round_) / f"{stage}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+    return manifest
+
+
+def tracker(cfg: Config, workdir: str | os.PathLike):
+    from distrl_tasks.tracking.runs import Tracker
+
+    return Tracker.from_config(cfg, root=workdir)
+
+
+def registry(cfg: Config, workdir: str | os.PathLike):
+    from distrl_tasks.tracking.registry import ModelRegistry
+
+    return ModelRegistry(tracker(cfg, workdir), cfg.tracking.model_name)
+
+
+@contextlib.contextmanager
+def stage_run(cfg: Config, workdir: str | os.PathLike, round_: int, stage: str) -> Iterator[Any]:
+    """An MLflow run for ``stage`` nested under round ``round_``'s parent run.
+
+    The parent is created by the first stage of the round that runs (in any process: CLI, DVC or
+    an Airflow task) and its id kept in ``runs/rounds/r<round>/mlflow_run_id`` so later stages,
+    even in other processes, nest under the same parent.
+    """
+    track = tracker(cfg, workdir)
+    id_file = round_dir(workdir, round_) / "mlflow_run_id"
+    run_id = id_file.read_text().strip() if id_file.is_file() else None
+    if run_id is None:
+        parent = track.start_run(
+            f"round-{round_}",
+            tags={"distrl.kind": "round", "algorithm": cfg.algorithm.name},
+            round=round_,
+        )
+        parent.log_params(cfg)
+        id_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = id_file.with_suffix(".tmp")
+        tmp.write_text(parent.run_id)
+        os.replace(tmp, id_file)
+        run_id = parent.run_id
+    with track.round_run(round_, run_id=run_id) as parent, parent.stage_run(stage) as run:
+        yield run

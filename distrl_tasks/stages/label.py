@@ -1,0 +1,134 @@
+"""The label stage: every trajectory of a round gets a reward, or stays honestly unlabeled.
+
+On the simulator the oracle (``simctl task check``) already labeled each episode when it ended,
+so labeling keeps those rows. With ``evaluator.kind: gemini`` the final screenshot(s) of every
+trajectory that is still unlabeled are judged by Gemini; a verdict that cannot be obtained keeps
+the trajectory ``unlabeled`` (retried on the next run of this stage), never a silent failure.
+Truncated episodes (device errors) stay unlabeled. Rewards are sparse (1 on the last step of a
+success), and ``mc_return``/``trajectory_reward`` are computed here, at labeling time.
+
+Raw shards (``<data.root>/raw``) are never modified; labeled copies go to ``<data.root>/labeled``
+under the same names, which is what replay reads.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from distrl_tasks.config import Config
+from distrl_tasks.data.schema import feature_dim_of, table_from_rows
+from distrl_tasks.data.shards import read_verified, verify_shards, write_shard
+from distrl_tasks.data.trajectories import discounted_returns, group_trajectories, observations
+from distrl_tasks.stages import common
+
+TRUNCATED_PREFIX = "truncated"
+
+
+def _needs_label(traj: pa.Table) -> bool:
+    last = traj.slice(traj.num_rows - 1).to_pylist()[0]
+    evaluator = last.get("evaluator") or ""
+    return last["label_status"] != "labeled" and not evaluator.startswith(TRUNCATED_PREFIX)
+
+
+def _relabel(traj: pa.Table, success: bool, evaluator: str, gamma: float) -> list[dict]:
+    rows = traj.to_pylist()
+    rewards = [0.0] * len(rows)
+    if success:
+        rewards[-1] = 1.0
+    returns = discounted_returns(rewards, gamma)
+    for row, r, g in zip(rows, rewards, returns, strict=True):
+        row.update(
+            reward=r,
+            mc_return=float(g),
+            trajectory_reward=float(sum(rewards)),
+            evaluator=evaluator,
+            label_status="labeled",
+        )
+    return rows
+
+
+def _evaluator(cfg: Config):
+    from distrl_tasks.evaluators.gemini import GeminiEvaluator
+
+    return GeminiEvaluator.from_config(cfg)
+
+
+def run(cfg: Config, *, round: int, workdir: str | os.PathLike = ".") -> dict[str, Any]:
+    """Label round ``round``'s raw shards; returns ``{labeled, unlabeled, shards, ...}``."""
+    done = common.read_manifest(workdir, round, "label")
+    if done is not None and done["unlabeled_retryable"] == 0:
+        return {**done, "reused": True}
+    raw = common.raw_dir(cfg, workdir)
+    report = verify_shards(raw)
+    shards = [s for s in report.shards if round in s.rounds]
+    if not shards:
+        raise FileNotFoundError(f"no shards of round {round} in {raw}: run the collect stage first")
+    out_dir = common.labeled_dir(cfg, workdir)
+    judge = _evaluator(cfg) if cfg.evaluator.kind == "gemini" else None
+    counts = {"labeled": 0, "unlabeled": 0, "unlabeled_retryable": 0, "successes": 0}
+    written: list[str] = []
+    with common.stage_run(cfg, workdir, round, "label") as run_:
+        for shard in shards:
+            table = read_verified([shard])
+            trajectories = group_trajectories(table)
+            pending = [t for t in trajectories if _needs_label(t)] if judge else []
+            verdicts = (
+                judge.label_many([(t.column("task")[0].as_py(), observations(t)) for t in pending])
+                if pending
+                else []
+            )
+            by_id = {
+                t.column("trajectory_id")[0].as_py(): v
+                for t, v in zip(pending, verdicts, strict=True)
+            }
+            rows: list[dict] = []
+            for traj in trajectories:
+                tid = traj.column("trajectory_id")[0].as_py()
+                verdict = by_id.get(tid)
+                if verdict is not None and verdict.labeled:
+                    rows += _relabel(
+                        traj, verdict.reward == 1.0, verdict.evaluator, cfg.algorithm.gamma
+                    )
+                else:
+                    rows += traj.to_pylist()
+                last = rows[-1]
+                if last["label_status"] == "labeled":
+                    counts["labeled"] += 1
+                    counts["successes"] += int((last["trajectory_reward"] or 0) > 0)
+                else:
+                    counts["unlabeled"] += 1
+                    evaluator = last.get("evaluator") or ""
+                    counts["unlabeled_retryable"] += not evaluator.startswith(TRUNCATED_PREFIX)
+            labeled = table_from_rows(rows, feature_dim_of(table) or 0)
+            info = write_shard(
+                labeled,
+                out_dir,
+                round=round,
+                name=Path(shard.path).stem,
+                gamma=cfg.algorithm.gamma,
+                overwrite=True,  # relabeling replaces an earlier, less complete labeled copy
+            )
+            written.append(str(info.path))
+        total = counts["labeled"] + counts["unlabeled"]
+        run_.log_metrics(
+            {
+                "rollout/trajectories": total,
+                "rollout/labeled": counts["labeled"],
+                "rollout/unlabeled": counts["unlabeled"],
+                "rollout/success_rate": counts["successes"] / max(1, counts["labeled"]),
+            },
+            step=round,
+        )
+    manifest = {
+        "round": round,
+        "evaluator": cfg.evaluator.kind,
+        "shards": written,
+        "trajectories": total,
+        **counts,
+        "reused": False,
+    }
+    return common.write_manifest(workdir, round, "label", manifest)

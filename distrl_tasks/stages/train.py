@@ -1,0 +1,113 @@
+"""The train stage: one round of the configured algorithm on the replay window.
+
+The learner's full state (policy, critics, optimizer, RNG streams) lives in ``runs/learner`` and
+carries over from round to round, so critics keep learning and a resumed round makes exactly the
+update an uninterrupted one would. The very first round starts from the ``behavior`` policy in
+the registry (the SFT bootstrap). The round's policy is exported as a plain safetensors
+checkpoint in ``runs/checkpoints/r<round>`` for evaluation and registration.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from distrl_tasks.config import Config
+from distrl_tasks.stages import common
+
+
+def _replay(cfg: Config, workdir: str | os.PathLike):
+    from distrl_tasks.data.replay import ReplayBuffer
+
+    return ReplayBuffer.from_shards(
+        common.labeled_dir(cfg, workdir),
+        cfg.data.replay_window_rounds,
+        capacity=cfg.data.replay_capacity,
+        alpha=cfg.algorithm.priority_alpha,
+        beta=cfg.algorithm.priority_beta,
+        seed=cfg.sim.seed,
+    )
+
+
+def run(
+    cfg: Config,
+    *,
+    round: int,
+    data_version: str = "",
+    workdir: str | os.PathLike = ".",
+    steps: int | None = None,
+) -> dict[str, Any]:
+    """Train one round; returns ``{checkpoint_dir, policy_version, metrics, ...}``.
+
+    Args:
+        cfg: the configuration (``algorithm.*``, ``data.replay_*``).
+        round: the round number.
+        data_version: DVC hash of the data trained on (lineage; recorded in the manifest).
+        workdir: project working directory.
+        steps: optimizer steps this round (default ``algorithm.actor_epochs``).
+    """
+    done = common.read_manifest(workdir, round, "train")
+    if done is not None:
+        return {**done, "reused": True}
+    import torch
+
+    from distrl_tasks.agents.policy import build_policy
+    from distrl_tasks.algorithms import train_state as ts
+    from distrl_tasks.algorithms.base import build_algorithm
+    from distrl_tasks.algorithms.learner import Learner
+
+    steps = steps or cfg.algorithm.actor_epochs
+    replay = _replay(cfg, workdir)
+    if len(replay) == 0:
+        raise RuntimeError(
+            f"the replay window holds no labeled trajectories under "
+            f"{common.labeled_dir(cfg, workdir)}: run collect and label first"
+        )
+    state_root = common.learner_dir(workdir) / "checkpoints"
+    latest = ts.read_latest(state_root) if (state_root / ts.LATEST_FILE).is_file() else None
+    if latest is None:
+        start = common.registry(cfg, workdir).load_by_alias(
+            "behavior", common.learner_dir(workdir) / "registry"
+        )
+        policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
+    else:
+        policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
+    torch.manual_seed(cfg.sim.seed + round)
+    algorithm = build_algorithm(cfg, policy)
+    learner = Learner(cfg, algorithm, out_dir=common.learner_dir(workdir), seed=cfg.sim.seed)
+    if latest is not None:
+        learner.load_checkpoint(latest)
+    with common.stage_run(cfg, workdir, round, "train") as run_:
+        metrics = learner.train_round(replay, steps)
+        learner.policy_version += 1
+        learner.save_checkpoint(f"round-{round:06d}")
+        out = common.checkpoint_dir(workdir, round)
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        policy.save(
+            tmp,
+            metadata={
+                "round": round,
+                "algorithm": cfg.algorithm.name,
+                "policy_version": learner.policy_version,
+                "data_version": data_version,
+            },
+        )
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+        run_.log_metrics(metrics, step=round)
+        run_.set_tags({"data_version": data_version, "policy_version": learner.policy_version})
+    manifest = {
+        "round": round,
+        "algorithm": cfg.algorithm.name,
+        "checkpoint_dir": str(out),
+        "policy_version": learner.policy_version,
+        "data_version": data_version,
+        "steps": learner.step,
+        "replay_transitions": len(replay),
+        "replay_trajectories": replay.num_trajectories,
+        "metrics": {k: float(v) for k, v in metrics.items()},
+        "reused": False,
+    }
+    return common.write_manifest(workdir, round, "train", manifest)
