@@ -182,6 +182,10 @@ class AlgorithmConfig:
     lm_lr: float = 1e-4  # policy learning rate
     critic_lr: float = 1e-4  # critic learning rate
     max_grad_norm: float = 0.01  # gradient clipping (papers' code: 0.01)
+    grad_accum_steps: int = 1  # micro-batches per optimizer step (batch_size must divide)
+    mixed_precision: Literal["no", "bf16"] = "no"  # bf16 autocast on GPUs
+    warmup_steps: int = 0  # linear learning-rate warmup, in optimizer steps
+    weight_decay: float = 0.0  # AdamW weight decay (0 = plain Adam)
     batch_size: int = 4  # trajectories (or windows) per optimizer step
     actor_epochs: int = 20  # actor updates per round
     critic_epochs: int = 5  # critic updates per round
@@ -199,6 +203,14 @@ class AlgorithmConfig:
         _check(self.rho_bar > 0 and self.c_bar > 0, f"{key}.rho_bar", "clips must be > 0")
         _check(self.lm_lr > 0 and self.critic_lr > 0, f"{key}.lm_lr", "learning rates must be > 0")
         _check(self.batch_size >= 1, f"{key}.batch_size", "must be >= 1")
+        _check(self.grad_accum_steps >= 1, f"{key}.grad_accum_steps", "must be >= 1")
+        _check(
+            self.batch_size % self.grad_accum_steps == 0,
+            f"{key}.batch_size",
+            f"must be divisible by grad_accum_steps ({self.grad_accum_steps})",
+        )
+        _check(self.warmup_steps >= 0, f"{key}.warmup_steps", "must be >= 0")
+        _check(self.weight_decay >= 0, f"{key}.weight_decay", "must be >= 0")
         _check(self.sequence_length >= 1, f"{key}.sequence_length", "must be >= 1")
         _check(
             0.0 < self.filter_top_fraction <= 1.0,

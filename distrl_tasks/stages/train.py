@@ -75,7 +75,17 @@ def run(
         policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
     torch.manual_seed(cfg.sim.seed + round)
     algorithm = build_algorithm(cfg, policy)
-    learner = Learner(cfg, algorithm, out_dir=common.learner_dir(workdir), seed=cfg.sim.seed)
+    a = cfg.algorithm
+    learner = Learner(
+        cfg,
+        algorithm,
+        out_dir=common.learner_dir(workdir),
+        seed=cfg.sim.seed,
+        grad_accum_steps=a.grad_accum_steps,
+        mixed_precision=a.mixed_precision,
+        warmup_steps=a.warmup_steps,
+        weight_decay=a.weight_decay,
+    )
     if latest is not None:
         learner.load_checkpoint(latest)
     with common.stage_run(cfg, workdir, round, "train") as run_:
