@@ -351,7 +351,11 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if origin is Literal:
         allowed = typing.get_args(tp)
         if value not in allowed:
-            raise ConfigError(f"{key}: must be one of {list(allowed)}, got {value!r}")
+            hint = " (YAML reads unquoted no/yes/on/off as booleans: quote it)"
+            raise ConfigError(
+                f"{key}: must be one of {list(allowed)}, got {value!r}"
+                + (hint if isinstance(value, bool) else "")
+            )
         return value
     if origin in (typing.Union, types.UnionType):
         for arg in typing.get_args(tp):
