@@ -256,10 +256,11 @@ class DistRL:
         }
 
     def sample(self, replay: ReplayBuffer, batch_size: int, rng: np.random.Generator) -> Batch:
-        """Prioritized windows of ``sequence_length`` steps (the replay's own seeded draws).
+        """Prioritized windows of ``sequence_length`` steps, drawn with ``rng``.
 
         First writes the priorities computed by the previous :meth:`loss` for its windows
-        (slots evicted since are skipped). ``rng`` is unused: the replay's generator draws.
+        (slots evicted since are skipped). The learner's ``rng`` (one stream per rank, saved in
+        its checkpoints) draws, so ranks sample different windows and resume is exact.
         """
         if self._pending is not None:
             slots, prio = self._pending
@@ -268,7 +269,7 @@ class DistRL:
                 replay.update_priorities(slots[live], prio[live])
             self._pending = None
         seq = replay.sample_sequences(
-            batch_size, self.sequence_length, prioritized=True, beta=self.priority_beta
+            batch_size, self.sequence_length, prioritized=True, beta=self.priority_beta, rng=rng
         )
         return batch_from_sequences(seq, replay, horizons=self.horizons)
 

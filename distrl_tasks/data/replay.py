@@ -188,15 +188,24 @@ class ReplayBuffer:
         self._set_priorities(idx, priorities)
 
     def sample_transitions(
-        self, batch_size: int, *, prioritized: bool = False, beta: float | None = None
+        self,
+        batch_size: int,
+        *,
+        prioritized: bool = False,
+        beta: float | None = None,
+        rng: np.random.Generator | None = None,
     ) -> TransitionBatch:
-        """Draw single steps: uniformly over all transitions, or by trajectory priority."""
+        """Draw single steps: uniformly over all transitions, or by trajectory priority.
+
+        ``rng`` draws instead of the buffer's own generator (e.g. one stream per learner rank).
+        """
         self._check_batch(batch_size)
+        rng = rng or self._rng
         if prioritized:
-            slots, weights = self._prioritized_slots(batch_size, beta)
-            steps = (self._rng.random(batch_size) * self._lengths[slots]).astype(np.int64)
+            slots, weights = self._prioritized_slots(batch_size, beta, rng)
+            steps = (rng.random(batch_size) * self._lengths[slots]).astype(np.int64)
         else:
-            slots, steps = self._uniform_positions(batch_size, self._lengths)
+            slots, steps = self._uniform_positions(batch_size, self._lengths, rng)
             weights = np.ones(batch_size, dtype=np.float32)
         return TransitionBatch(self._gather(slots, steps), slots, steps, weights)
 
@@ -207,22 +216,25 @@ class ReplayBuffer:
         *,
         prioritized: bool = False,
         beta: float | None = None,
+        rng: np.random.Generator | None = None,
     ) -> SequenceBatch:
         """Draw windows of ``length`` contiguous steps that never cross a trajectory boundary.
 
         Uniform mode draws uniformly among all window starts (a trajectory of n steps offers
         ``max(n - length + 1, 1)``); prioritized mode draws a trajectory by priority, then a
         start uniformly inside it. Trajectories shorter than ``length`` give one padded window.
+        ``rng`` draws instead of the buffer's own generator.
         """
         self._check_batch(batch_size)
+        rng = rng or self._rng
         if length < 1:
             raise ValueError(f"sequence length must be >= 1, got {length}")
         n_starts = np.maximum(self._lengths - length + 1, 1) * (self._lengths > 0)
         if prioritized:
-            slots, weights = self._prioritized_slots(batch_size, beta)
-            starts = (self._rng.random(batch_size) * n_starts[slots]).astype(np.int64)
+            slots, weights = self._prioritized_slots(batch_size, beta, rng)
+            starts = (rng.random(batch_size) * n_starts[slots]).astype(np.int64)
         else:
-            slots, starts = self._uniform_positions(batch_size, n_starts)
+            slots, starts = self._uniform_positions(batch_size, n_starts, rng)
             weights = np.ones(batch_size, dtype=np.float32)
         offsets = starts[:, None] + np.arange(length)[None, :]
         lengths = self._lengths[slots][:, None]
@@ -287,17 +299,21 @@ class ReplayBuffer:
         if self._size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
 
-    def _uniform_positions(self, n: int, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _uniform_positions(
+        self, n: int, counts: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Draw uniformly among ``sum(counts[live])`` positions; return (slots, offsets)."""
         live = np.fromiter(self._order, dtype=np.int64)
         cum = np.cumsum(counts[live])
-        draws = self._rng.integers(0, cum[-1], size=n)
+        draws = rng.integers(0, cum[-1], size=n)
         pos = np.searchsorted(cum, draws, side="right")
         return live[pos], draws - (cum[pos] - counts[live][pos])
 
-    def _prioritized_slots(self, n: int, beta: float | None) -> tuple[np.ndarray, np.ndarray]:
+    def _prioritized_slots(
+        self, n: int, beta: float | None, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
         beta = self.beta if beta is None else beta
-        slots = self._tree.sample(n, self._rng)
+        slots = self._tree.sample(n, rng)
         total = self._tree.total
         probs = self._tree.get(slots) / total
         min_prob = self._tree.get(np.fromiter(self._order, dtype=np.int64)).min() / total
