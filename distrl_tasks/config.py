@@ -74,7 +74,7 @@ class SimConfig:
     """The embedded simulated Android device farm."""
 
     host: str = "127.0.0.1"  # bind address of the ADB server; loopback only by default
-    port: int = 15037  # ADB server port of the embedded farm
+    port: int = 15037  # ADB server port of the embedded farm (0 = any free port)
     devices: int = 8  # devices of `distrl sim serve` (rounds use orchestration's topology)
     seed: int = 0  # seeds content, latency and faults
     render_scale: float = 0.25  # screenshot pixels per logical pixel (1080x2400 logical screen)
@@ -83,7 +83,7 @@ class SimConfig:
     faults: FaultConfig = field(default_factory=FaultConfig)  # injected faults
 
     def validate(self, key: str) -> None:
-        _check(0 < self.port < 65536, f"{key}.port", "must be a TCP port (1..65535)")
+        _check(0 <= self.port < 65536, f"{key}.port", "must be a TCP port (0..65535)")
         _check(1 <= self.devices <= 256, f"{key}.devices", "must be in 1..256")
         _check(0.05 <= self.render_scale <= 1.0, f"{key}.render_scale", "must be in [0.05, 1]")
         _check(

@@ -89,7 +89,8 @@ def start(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
             return record
         path.unlink()  # a stale record from a farm that died: start a fresh one
     host = cfg.sim.host
-    port = cfg.sim.port if _serials(host, cfg.sim.port) is None else _free_port(host)
+    wanted = cfg.sim.port
+    port = wanted if wanted and not _listening(host, wanted) else _free_port(host)
     path.parent.mkdir(parents=True, exist_ok=True)
     argv = [
         sys.executable,

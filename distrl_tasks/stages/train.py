@@ -66,10 +66,16 @@ def run(
         )
     state_root = common.learner_dir(workdir) / "checkpoints"
     latest = ts.read_latest(state_root) if (state_root / ts.LATEST_FILE).is_file() else None
+    start_version = 0
     if latest is None:
-        start = common.registry(cfg, workdir).load_by_alias(
-            "behavior", common.learner_dir(workdir) / "registry"
+        registry = common.registry(cfg, workdir)
+        behavior = registry.alias_version("behavior")
+        if behavior is None:
+            raise RuntimeError("no 'behavior' policy registered: run `distrl bootstrap` first")
+        start = registry.download_version(
+            behavior.version, common.learner_dir(workdir) / "registry"
         )
+        start_version = behavior.policy_version or 0
         policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
     else:
         policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
@@ -81,6 +87,7 @@ def run(
         algorithm,
         out_dir=common.learner_dir(workdir),
         seed=cfg.sim.seed,
+        policy_version=start_version,
         grad_accum_steps=a.grad_accum_steps,
         mixed_precision=a.mixed_precision,
         warmup_steps=a.warmup_steps,
@@ -89,8 +96,7 @@ def run(
     if latest is not None:
         learner.load_checkpoint(latest)
     with common.stage_run(cfg, workdir, round, "train") as run_:
-        metrics = learner.train_round(replay, steps)
-        learner.policy_version += 1
+        metrics = learner.train_round(replay, steps)  # bumps learner.policy_version
         learner.save_checkpoint(f"round-{round:06d}")
         out = common.checkpoint_dir(workdir, round)
         tmp = out.with_name(out.name + ".tmp")

@@ -48,6 +48,7 @@ def test_ints_are_accepted_for_floats_but_not_the_reverse() -> None:
         ({"algorithm.gamma": 1.5}, r"algorithm\.gamma: must be in \[0, 1\]"),
         ({"sim.faults.crash_prob": -0.1}, r"sim\.faults\.crash_prob: probability"),
         ({"sim.port": 70000}, r"sim\.port: must be a TCP port"),
+        ({"sim.port": -1}, r"sim\.port: must be a TCP port"),
         ({"sim.latency.screenshot": [0.1]}, r"sim\.latency\.screenshot: expected 2 values"),
         ({"agent.image_encoder": "blip2"}, r"agent\.image_encoder_path: needed for blip2"),
         ({"sim": 3}, r"sim: expected a mapping"),
