@@ -1,0 +1,423 @@
+"""Trajectory analysis behind ``notebooks/trajectory_analysis.ipynb``: tables and plots.
+
+The notebook stays a thin sequence of calls into this module so that every number it shows is
+computed by tested code. Inputs are a pipeline working directory (see
+:mod:`distrl_tasks.stages.common` for its layout): Parquet shards under ``<data.root>/labeled``
+(and ``raw``) and the MLflow store of ``cfg.tracking``.
+
+Plot helpers draw on a matplotlib ``Axes`` passed in and return it, so they work headless
+(``Agg``) and can be checked in tests.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+from PIL import Image
+
+from distrl_tasks.config import Config, load_config
+from distrl_tasks.data.schema import COLUMN_NAMES
+from distrl_tasks.data.shards import read_shards
+from distrl_tasks.evaluators.agreement import AgreementReport, agreement
+from distrl_tasks.tasks.base import GoalParseError
+from distrl_tasks.tasks.parse import parse_goal
+
+SCREEN_W, SCREEN_H = 1080, 2400  # logical screen of the simulated (and AitW) phones, pixels
+UNKNOWN_FAMILY = "unknown"
+# Images, encoder features and prompts are heavy and read per episode only, when shown.
+HEAVY_COLUMNS = frozenset(
+    {"prompt", "screenshot_png", "final_screenshot_png", "image_features", "final_image_features"}
+)
+STEP_COLUMNS = tuple(c for c in COLUMN_NAMES if c not in HEAVY_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Where the notebook reads from.
+
+    Attributes:
+        workdir: the pipeline working directory.
+        config: the configuration the run used.
+        labeled_dir: shards after labeling (what the learner trains on).
+        raw_dir: shards as collected.
+        second_labels_dir: shards of a second labeling of the same trajectories, or ``None``.
+        figures_dir: where figures are also saved as PNG, or ``None``.
+    """
+
+    workdir: Path
+    config: Config
+    labeled_dir: Path
+    raw_dir: Path
+    second_labels_dir: Path | None
+    figures_dir: Path | None
+
+
+def resolve_inputs(
+    env: Mapping[str, str] | None = None, default_workdir: str | Path = "."
+) -> Inputs:
+    """Read the notebook's inputs from environment variables.
+
+    ``DISTRL_WORKDIR`` (default ``default_workdir``), ``DISTRL_CONFIG`` (default
+    ``<workdir>/params.yaml`` when it exists, else the built-in defaults) and
+    ``DISTRL_SECOND_LABELS`` (a shard directory, relative to the workdir; optional) and
+    ``DISTRL_FIGURES`` (a directory to save every figure to as PNG; optional).
+
+    Raises:
+        FileNotFoundError: the workdir or the second-labels directory does not exist.
+    """
+    from distrl_tasks.stages.common import labeled_dir, raw_dir, resolve
+
+    env = os.environ if env is None else env
+    workdir = Path(env.get("DISTRL_WORKDIR") or default_workdir).resolve()
+    if not workdir.is_dir():
+        raise FileNotFoundError(f"DISTRL_WORKDIR: {workdir} is not a directory")
+    cfg_path = env.get("DISTRL_CONFIG") or (
+        workdir / "params.yaml" if (workdir / "params.yaml").is_file() else None
+    )
+    cfg = load_config(resolve(workdir, cfg_path) if cfg_path else None)
+    second = env.get("DISTRL_SECOND_LABELS") or None
+    second_dir = resolve(workdir, second) if second else None
+    if second_dir is not None and not second_dir.is_dir():
+        raise FileNotFoundError(f"DISTRL_SECOND_LABELS: {second_dir} is not a directory")
+    figures = env.get("DISTRL_FIGURES") or None
+    return Inputs(
+        workdir,
+        cfg,
+        labeled_dir(cfg, workdir),
+        raw_dir(cfg, workdir),
+        second_dir,
+        resolve(workdir, figures) if figures else None,
+    )
+
+
+def load_steps(directory: str | os.PathLike) -> pd.DataFrame:
+    """One row per step (no images or features) from the verified shards of ``directory``.
+
+    Raises:
+        FileNotFoundError: the directory does not exist.
+    """
+    if not Path(directory).is_dir():
+        raise FileNotFoundError(f"shard directory {directory} does not exist")
+    return read_shards(directory, columns=list(STEP_COLUMNS)).to_pandas()
+
+
+def task_family(goal: str) -> str:
+    """The task family of a goal text, or ``"unknown"`` for text no family parses."""
+    try:
+        return parse_goal(goal).family
+    except GoalParseError:
+        return UNKNOWN_FAMILY
+
+
+def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; got {list(frame.columns)}")
+
+
+def episodes(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per trajectory: round, task, family, length, label and success.
+
+    ``success`` is True/False for labeled trajectories and missing (``pd.NA``) otherwise, so
+    rates are computed over labeled trajectories only.
+    """
+    _require(steps, ("trajectory_id", "step", "round", "task", "label_status"), "episodes")
+    if steps.empty:
+        cols = ["trajectory_id", "round", "task", "family", "length", "label_status", "success"]
+        return pd.DataFrame(columns=cols)
+    ordered = steps.sort_values(["trajectory_id", "step"])
+    last = ordered.groupby("trajectory_id", sort=True).tail(1).set_index("trajectory_id")
+    out = pd.DataFrame(
+        {
+            "round": last["round"].astype(int),
+            "task": last["task"],
+            "family": last["task"].map(task_family),
+            "length": ordered.groupby("trajectory_id", sort=True).size(),
+            "label_status": last["label_status"],
+        }
+    )
+    for extra in ("policy_version", "device", "evaluator"):
+        if extra in last.columns:
+            out[extra] = last[extra]
+    reward = last["trajectory_reward"] if "trajectory_reward" in last else last["reward"]
+    labeled = out["label_status"] == "labeled"
+    out["success"] = pd.Series(pd.NA, index=out.index, dtype="boolean")
+    out.loc[labeled, "success"] = reward[labeled].fillna(0).astype(float) > 0
+    return out.reset_index().sort_values(["round", "trajectory_id"], ignore_index=True)
+
+
+def success_table(eps: pd.DataFrame, by: Sequence[str] = ("family", "round")) -> pd.DataFrame:
+    """Episodes, labeled episodes, successes and success rate per group of ``by``.
+
+    The rate is over labeled episodes (NaN where none is labeled).
+    """
+    _require(eps, (*by, "success"), "success_table")
+    grouped = eps.groupby(list(by), sort=True)["success"]
+    table = pd.DataFrame(
+        {
+            "episodes": grouped.size().astype(int),
+            "labeled": grouped.count().astype(int),
+            "successes": grouped.sum().astype(int),
+        }
+    )
+    # plain float with NaN (not pd.NA) where nothing is labeled, so plots and isnan just work
+    rate = table["successes"] / table["labeled"].where(table["labeled"] > 0).astype(float)
+    table["success_rate"] = rate.astype(float)
+    return table
+
+
+def success_pivot(eps: pd.DataFrame) -> pd.DataFrame:
+    """Success rate with families as rows and rounds as columns, plus an ``all`` row."""
+    by_family = success_table(eps)["success_rate"].unstack("round")
+    overall = success_table(eps, by=("round",))["success_rate"]
+    by_family.loc["all"] = overall
+    by_family.columns = [f"round {r}" for r in by_family.columns]
+    return by_family
+
+
+def action_type_counts(steps: pd.DataFrame) -> pd.DataFrame:
+    """Step counts per action type (rows) and round (columns)."""
+    _require(steps, ("action_type", "round"), "action_type_counts")
+    return pd.crosstab(steps["action_type"], steps["round"]).rename_axis(
+        index="action_type", columns="round"
+    )
+
+
+def tap_pixels(steps: pd.DataFrame, screen: tuple[int, int] = (SCREEN_W, SCREEN_H)) -> np.ndarray:
+    """Touch points of tap-like steps as ``[N, 2]`` screen pixels ``(x, y)``.
+
+    ``touch_point`` is stored ``[y, x]`` normalized to [0, 1]; steps without one are skipped.
+    """
+    _require(steps, ("touch_point",), "tap_pixels")
+    points = [p for p in steps["touch_point"] if p is not None and len(p) == 2]
+    if not points:
+        return np.zeros((0, 2))
+    yx = np.asarray(points, dtype=np.float64)
+    if not np.isfinite(yx).all() or (yx < 0).any() or (yx > 1).any():
+        raise ValueError("touch_point values must be finite and normalized to [0, 1]")
+    return np.stack([yx[:, 1] * screen[0], yx[:, 0] * screen[1]], axis=1)
+
+
+def tap_histogram(
+    pixels: np.ndarray,
+    bins: tuple[int, int] = (18, 40),
+    screen: tuple[int, int] = (SCREEN_W, SCREEN_H),
+) -> np.ndarray:
+    """Counts of taps on a ``bins = (columns, rows)`` grid; row 0 is the top of the screen."""
+    counts, _, _ = np.histogram2d(
+        pixels[:, 1], pixels[:, 0], bins=(bins[1], bins[0]), range=((0, screen[1]), (0, screen[0]))
+    )
+    return counts
+
+
+def plot_tap_heatmap(ax: Any, steps: pd.DataFrame, bins: tuple[int, int] = (18, 40)) -> Any:
+    """Tap density on a phone-shaped canvas (1080x2400, origin top-left, as on the device)."""
+    pixels = tap_pixels(steps)
+    counts = tap_histogram(pixels, bins)
+    image = ax.imshow(
+        counts,
+        extent=(0, SCREEN_W, SCREEN_H, 0),
+        cmap="magma",
+        interpolation="nearest",
+        aspect="equal",
+    )
+    ax.figure.colorbar(image, ax=ax, label="taps")
+    ax.set_title(f"Tap heat map ({len(pixels)} taps)")
+    ax.set_xlabel("x (px)")
+    ax.set_ylabel("y (px)")
+    return ax
+
+
+def plot_success(ax: Any, eps: pd.DataFrame) -> Any:
+    """Grouped bars: success rate per family, one bar per round, labeled ``successes/labeled``."""
+    table = success_table(eps)
+    pivot = table["success_rate"].unstack("round")
+    pivot.plot.bar(ax=ax, rot=30, ylim=(0, 1.15))
+    for container, rnd in zip(ax.containers, pivot.columns, strict=True):
+        labels = []
+        for family in pivot.index:
+            row = table.loc[(family, rnd)] if (family, rnd) in table.index else None
+            labels.append("" if row is None else f"{int(row['successes'])}/{int(row['labeled'])}")
+        ax.bar_label(container, labels=labels, fontsize="small")
+    ax.set_ylabel("success rate")
+    ax.set_title("Success by task family and round")
+    ax.legend(title="round")
+    return ax
+
+
+def plot_lengths(ax: Any, eps: pd.DataFrame) -> Any:
+    """Histogram of episode lengths, one series per round."""
+    top = int(eps["length"].max()) if len(eps) else 1
+    edges = np.arange(0.5, top + 1.5)
+    for rnd, group in eps.groupby("round", sort=True):
+        ax.hist(group["length"], bins=edges, alpha=0.6, label=f"round {rnd}")
+    ax.set_xlabel("steps")
+    ax.set_ylabel("episodes")
+    ax.set_title("Episode length")
+    ax.legend()
+    return ax
+
+
+def plot_action_types(ax: Any, steps: pd.DataFrame) -> Any:
+    """Stacked bars of action-type shares per round."""
+    counts = action_type_counts(steps)
+    (counts / counts.sum()).T.plot.bar(ax=ax, stacked=True, rot=0)
+    ax.set_ylabel("share of steps")
+    ax.set_title("Action types")
+    ax.legend(fontsize="small", bbox_to_anchor=(1.0, 1.0), loc="upper left")
+    return ax
+
+
+def pick_episodes(eps: pd.DataFrame, n: int = 3) -> list[str]:
+    """Up to ``n`` trajectory ids, alternating successes and failures, oldest first."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    wins = eps.loc[eps["success"].fillna(False).astype(bool), "trajectory_id"].tolist()
+    rest = eps.loc[~eps["success"].fillna(False).astype(bool), "trajectory_id"].tolist()
+    chosen: list[str] = []
+    while len(chosen) < n and (wins or rest):
+        for pool in (wins, rest):
+            if pool and len(chosen) < n:
+                chosen.append(pool.pop(0))
+    return chosen
+
+
+def episode_frames(directory: str | os.PathLike, trajectory_id: str) -> list[bytes]:
+    """PNG bytes of every observation of one trajectory, the final one included.
+
+    Raises:
+        KeyError: no such trajectory in the shards.
+    """
+    table = read_shards(
+        directory, columns=["trajectory_id", "step", "screenshot_png", "final_screenshot_png"]
+    ).to_pandas()
+    rows = table[table["trajectory_id"] == trajectory_id].sort_values("step")
+    if rows.empty:
+        raise KeyError(f"trajectory {trajectory_id!r} is not in {directory}")
+    frames = list(rows["screenshot_png"])
+    final = rows["final_screenshot_png"].iloc[-1]
+    return frames + ([final] if final is not None else [])
+
+
+def screenshot_strip(frames: Sequence[bytes], height: int = 240, gap: int = 4) -> Image.Image:
+    """Frames scaled to ``height`` and laid side by side on a white strip."""
+    if not frames:
+        raise ValueError("screenshot_strip needs at least one frame")
+    images = []
+    for i, data in enumerate(frames):
+        try:
+            img = Image.open(io.BytesIO(data)).convert("RGB")
+        except Exception as exc:
+            raise ValueError(f"frame {i} is not a readable image: {exc}") from exc
+        images.append(img.resize((max(1, round(img.width * height / img.height)), height)))
+    width = sum(im.width for im in images) + gap * (len(images) - 1)
+    strip = Image.new("RGB", (width, height), "white")
+    x = 0
+    for im in images:
+        strip.paste(im, (x, 0))
+        x += im.width + gap
+    return strip
+
+
+def final_labels(steps: pd.DataFrame) -> dict[str, str]:
+    """``{trajectory_id: "success" | "failure" | "unlabeled"}`` from the last step's label."""
+    eps = episodes(steps)
+    return {
+        tid: "unlabeled" if pd.isna(ok) else ("success" if ok else "failure")
+        for tid, ok in zip(eps["trajectory_id"], eps["success"], strict=True)
+    }
+
+
+def compare_labels(
+    a: Mapping[str, str], b: Mapping[str, str], *, name_a: str = "a", name_b: str = "b"
+) -> AgreementReport:
+    """Agreement of two labelings of the same trajectories, matched by id.
+
+    A trajectory only one side has counts as ``unlabeled`` on the other side.
+    """
+    ids = sorted(set(a) | set(b))
+    return agreement(
+        [a.get(i, "unlabeled") for i in ids],
+        [b.get(i, "unlabeled") for i in ids],
+        name_a=name_a,
+        name_b=name_b,
+    )
+
+
+def load_metrics(cfg: Config, workdir: str | os.PathLike) -> pd.DataFrame:
+    """Every metric point of the run's MLflow experiment, one row each.
+
+    Columns: ``run_id, run_name, round, stage, key, step, value``. Empty when a local store or
+    the experiment does not exist yet (nothing is created).
+    """
+    from distrl_tasks.tracking.runs import ROUND_TAG, RUN_NAME_TAG, STAGE_TAG, Tracker
+
+    cols = ["run_id", "run_name", "round", "stage", "key", "step", "value"]
+    uri = cfg.tracking.tracking_uri
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///") :].partition("?")[0])
+        if not (db if db.is_absolute() else Path(workdir) / db).is_file():
+            return pd.DataFrame(columns=cols)
+    tracker = Tracker.from_config(cfg, root=workdir)
+    experiment = tracker.client.get_experiment_by_name(cfg.tracking.experiment)
+    if experiment is None:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for run in tracker.client.search_runs([experiment.experiment_id], max_results=5000):
+        tags = run.data.tags
+        rnd = int(tags[ROUND_TAG]) if ROUND_TAG in tags else None
+        for key in run.data.metrics:
+            for m in tracker.client.get_metric_history(run.info.run_id, key):
+                name, stage = tags.get(RUN_NAME_TAG, ""), tags.get(STAGE_TAG, "")
+                rows.append((run.info.run_id, name, rnd, stage, key, int(m.step), float(m.value)))
+    frame = pd.DataFrame(rows, columns=cols)
+    return frame.sort_values(["key", "step", "run_name"], ignore_index=True)
+
+
+def learning_curves(metrics: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    """Metric values by step (the round, for stage metrics): rows = step, columns = key.
+
+    ``keys`` may hold exact names or namespace prefixes ending in ``/`` (default: success
+    rates, losses and train metrics). The last logged value of a step wins.
+    """
+    keys = keys or ("rollout/success_rate", "eval/success_rate", "losses/", "train/")
+    _require(metrics, ("key", "step", "value"), "learning_curves")
+    wanted = metrics[
+        metrics["key"].map(
+            lambda k: any(k == w or (w.endswith("/") and k.startswith(w)) for w in keys)
+        )
+    ]
+    return wanted.pivot_table(index="step", columns="key", values="value", aggfunc="last")
+
+
+def plot_learning_curves(axes: Sequence[Any], curves: pd.DataFrame) -> list[Any]:
+    """One small line plot per metric (column of :func:`learning_curves`), on ``axes``."""
+    if len(axes) < curves.shape[1]:
+        raise ValueError(f"{curves.shape[1]} curves need as many axes, got {len(axes)}")
+    used = []
+    for ax, key in zip(axes, curves.columns, strict=False):
+        series = curves[key].dropna()
+        ax.plot(series.index, series.values, marker="o")
+        ax.set_title(key)
+        ax.set_xlabel("round")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        used.append(ax)
+    return used
+
+
+def save_figure(fig: Any, name: str, directory: str | os.PathLike | None) -> Path | None:
+    """Write ``fig`` as ``<directory>/<name>.png`` when a directory is given (else do nothing)."""
+    if directory is None:
+        return None
+    path = Path(directory) / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    return path
