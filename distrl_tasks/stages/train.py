@@ -5,6 +5,10 @@ carries over from round to round, so critics keep learning and a resumed round m
 update an uninterrupted one would. The very first round starts from the ``behavior`` policy in
 the registry (the SFT bootstrap). The round's policy is exported as a plain safetensors
 checkpoint in ``runs/checkpoints/r<round>`` for evaluation and registration.
+
+Multi-process training (``accelerate launch -m distrl_tasks.cli train --round N``, CPU gloo or
+several GPUs) runs this same function in every process; the main process alone exports the
+checkpoint, logs to MLflow and writes the stage manifest.
 """
 
 from __future__ import annotations
@@ -95,25 +99,10 @@ def run(
     )
     if latest is not None:
         learner.load_checkpoint(latest)
-    with common.stage_run(cfg, workdir, round, "train") as run_:
-        metrics = learner.train_round(replay, steps)  # bumps learner.policy_version
-        learner.save_checkpoint(f"round-{round:06d}")
-        out = common.checkpoint_dir(workdir, round)
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        policy.save(
-            tmp,
-            metadata={
-                "round": round,
-                "algorithm": cfg.algorithm.name,
-                "policy_version": learner.policy_version,
-                "data_version": data_version,
-            },
-        )
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
-        run_.log_metrics(metrics, step=round)
-        run_.set_tags({"data_version": data_version, "policy_version": learner.policy_version})
+    # every process trains (gradients are all-reduced; checkpoints are collective) ...
+    metrics = learner.train_round(replay, steps)  # bumps learner.policy_version
+    learner.save_checkpoint(f"round-{round:06d}")
+    out = common.checkpoint_dir(workdir, round)
     manifest = {
         "round": round,
         "algorithm": cfg.algorithm.name,
@@ -123,7 +112,26 @@ def run(
         "steps": learner.step,
         "replay_transitions": len(replay),
         "replay_trajectories": replay.num_trajectories,
+        "processes": learner.accelerator.num_processes,
         "metrics": {k: float(v) for k, v in metrics.items()},
         "reused": False,
     }
+    if not learner.accelerator.is_main_process:
+        return manifest  # ... and only the main one exports, logs and records the stage
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    policy.save(
+        tmp,
+        metadata={
+            "round": round,
+            "algorithm": cfg.algorithm.name,
+            "policy_version": learner.policy_version,
+            "data_version": data_version,
+        },
+    )
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    with common.stage_run(cfg, workdir, round, "train") as run_:
+        run_.log_metrics(metrics, step=round)
+        run_.set_tags({"data_version": data_version, "policy_version": learner.policy_version})
     return common.write_manifest(workdir, round, "train", manifest)
