@@ -153,30 +153,42 @@ def _cmd_sim_expert(args: argparse.Namespace) -> int:
 
 # ----- distrl demo -----------------------------------------------------------------------------
 def _add_demo(sub: argparse._SubParsersAction) -> None:
-    demo = sub.add_parser("demo", help="the main job on the embedded default (simulator farm)")
-    demo.add_argument("--devices", type=int, help="simulated devices (default: sim.devices)")
+    demo = sub.add_parser("demo", help="the main job on the embedded default (simulator + RL)")
+    demo.add_argument("--rounds", type=int, help="RL rounds (default 3)")
+    demo.add_argument("--workdir", default="runs/demo", help="the demo's own project directory")
     demo.add_argument(
-        "--tasks-per-split", type=int, default=24, help="distinct goals per AitW split (default 24)"
+        "--tasks-per-split", type=int, default=8, help="expert showcase goals per AitW split"
     )
+    demo.add_argument("--devices", type=int, help="devices of the farm (default 8)")
     demo.add_argument(
-        "--mistake-rate", type=float, help="expert error rate (default: sim.expert_mistake_rate)"
+        "--showcase-only", action="store_true", help="only the farm + expert part (seconds)"
     )
     _add_config_flags(demo)
     demo.set_defaults(func=_cmd_demo)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    overrides = list(args.overrides or [])
+    from distrl_tasks.demo import DEMO_OVERRIDES, run_demo, run_expert_showcase
+
+    overrides: list[str] = [f"{k}={json.dumps(v)}" for k, v in DEMO_OVERRIDES.items()]
     if args.devices is not None:
-        overrides.append(f"sim.devices={args.devices}")
-    if args.mistake_rate is not None:
-        overrides.append(f"sim.expert_mistake_rate={args.mistake_rate}")
+        overrides += [
+            f"sim.devices={args.devices}",
+            f"orchestration.devices_per_worker={args.devices}",
+        ]
+    overrides += list(args.overrides or [])
     if args.tasks_per_split < 1:
         raise ConfigError(f"--tasks-per-split: must be >= 1, got {args.tasks_per_split}")
+    if args.rounds is not None and args.rounds < 1:
+        raise ConfigError(f"--rounds: must be >= 1, got {args.rounds}")
     cfg = load_config(_config_path(args), overrides)
-    from distrl_tasks.demo import run_demo
-
-    return run_demo(cfg, tasks_per_split=args.tasks_per_split)
+    if args.showcase_only:
+        return run_expert_showcase(
+            cfg, tasks_per_split=args.tasks_per_split, mistake_rate=cfg.sim.expert_mistake_rate
+        )
+    return run_demo(
+        cfg, workdir=args.workdir, tasks_per_split=args.tasks_per_split, rounds=args.rounds
+    )
 
 
 # ----- entry point -----------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """`distrl demo`: the main job on the embedded default.
 
-Today it starts the simulated device farm behind its ADB server and lets the scripted expert solve
-AitW tasks on every device in parallel, through the same ADB actions an agent uses, then prints a
-success table per split. Later stages of the pipeline (bootstrap, RL rounds) extend it.
+1. A simulated device farm behind its ADB server, with the scripted expert solving AitW tasks on
+   every device in parallel through the same ADB actions an agent uses (a table per split).
+2. The SFT bootstrap: expert demonstrations with mistakes, behaviour cloning, the SFT success.
+3. Rounds of RL (asynchronous DistRL by default) through the same stages every front end uses,
+   in the demo's own working directory, then a per-round table.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -127,15 +130,14 @@ def format_table(results: Sequence[SplitResult]) -> str:
     return "\n".join(lines)
 
 
-def run_demo(cfg: Config, *, tasks_per_split: int = 24, mistake_rate: float | None = None) -> int:
-    """Serve ``cfg.sim.devices`` simulated phones and let the expert solve tasks on all of them.
+def run_expert_showcase(cfg: Config, *, tasks_per_split: int, mistake_rate: float) -> int:
+    """Serve ``cfg.sim.devices`` phones and let the expert solve tasks on all of them over ADB.
 
     Returns a process exit code: 0 when every split ran, 1 if any episode hit an error.
     """
     from distrl_tasks.sim.farm import running_farm
     from distrl_tasks.tasks.taskset import load_goals
 
-    rate = cfg.sim.expert_mistake_rate if mistake_rate is None else mistake_rate
     plan = [
         (ts, sp, pick_goals(load_goals(ts, sp, cfg.env.data_dir), tasks_per_split))
         for ts, sp in SPLITS
@@ -147,9 +149,7 @@ def run_demo(cfg: Config, *, tasks_per_split: int = 24, mistake_rate: float | No
         f"faults {'on' if cfg.sim.faults.enabled else 'off'})"
     )
     results: list[SplitResult] = []
-    with running_farm(
-        devices=cfg.sim.devices, seed=cfg.sim.seed, sim_cfg=cfg.sim, host=cfg.sim.host
-    ) as farm:
+    with running_farm(devices=cfg.sim.devices, seed=cfg.sim.seed, sim_cfg=cfg.sim) as farm:
         print(f"ADB server on {farm.host}:{farm.port}; try: adb -P {farm.port} devices")
         with tqdm(total=total, unit="episode", desc="expert", dynamic_ncols=True) as bar:
             for task_set, split, goals in plan:
@@ -160,23 +160,96 @@ def run_demo(cfg: Config, *, tasks_per_split: int = 24, mistake_rate: float | No
                     farm.serials,
                     goals,
                     result,
-                    mistake_rate=rate,
+                    mistake_rate=mistake_rate,
                     seed=cfg.sim.seed,
                     progress=bar,
                 )
                 results.append(result)
     print()
-    print(f"Scripted expert on the simulator (mistake rate {rate:.0%}):")
+    print(f"Scripted expert on the simulator (mistake rate {mistake_rate:.0%}):")
     print(format_table(results))
     errors = [e for r in results for e in r.errors]
     for err in errors[:10]:
         print(f"  error: {err}")
     if len(errors) > 10:
         print(f"  ... and {len(errors) - 10} more errors")
-    print(
-        "\nNext: serve the farm yourself and drive it with adb or adbutils:\n"
-        "  distrl sim serve --port 15037 --devices 4\n"
-        "  adb -P 15037 devices\n"
-        "  distrl sim expert --port 15037 --serial emulator-5554 --goal 'Set an alarm for 6pm'"
-    )
     return 1 if errors else 0
+
+
+# What the demo changes from params.yaml so that it fits ~15 minutes on a 2-core laptop; any of
+# these can be overridden again with --set.
+DEMO_OVERRIDES: dict[str, object] = {
+    "orchestration.rounds": 3,
+    "orchestration.workers": 1,
+    "orchestration.devices_per_worker": 8,
+    "orchestration.episodes_per_device": 2,
+    "orchestration.eval_tasks": 32,
+    "orchestration.asynchronous": True,
+    "algorithm.name": "distrl",
+}
+
+
+def prepare_workdir(workdir: Path) -> None:
+    """The demo's own small project (git + DVC), so it never commits into the user's checkout."""
+    import subprocess
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    if not (workdir / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(workdir)], check=True)
+
+
+def run_demo(
+    cfg: Config,
+    *,
+    workdir: str | Path = "runs/demo",
+    tasks_per_split: int = 8,
+    rounds: int | None = None,
+    showcase: bool = True,
+) -> int:
+    """`distrl demo`: the simulator showcase, SFT bootstrap, then rounds of RL, with tables."""
+    from distrl_tasks.pipeline import format_rounds, run_rounds
+    from distrl_tasks.stages import bootstrap
+
+    started = time.perf_counter()
+    workdir = Path(workdir).resolve()
+    code = 0
+    if showcase:
+        print("== 1. The simulated device farm and the scripted expert ==")
+        code = run_expert_showcase(
+            cfg, tasks_per_split=tasks_per_split, mistake_rate=cfg.sim.expert_mistake_rate
+        )
+    prepare_workdir(workdir)
+    print(f"\n== 2. Bootstrap: behaviour cloning on expert demonstrations (in {workdir}) ==")
+    boot = bootstrap.run(cfg, workdir=workdir)
+    sft = boot.get("sft_success", {})
+    if boot.get("skipped"):
+        print(f"A policy is already registered (version {boot.get('version')}): not retrained.")
+    for split, rate in sorted(sft.items()):
+        print(f"  SFT policy success on {split}: {rate:.1%}")
+    mode = "asynchronous DistRL-style" if cfg.orchestration.asynchronous else "synchronous"
+    n = rounds or cfg.orchestration.rounds
+    print(f"\n== 3. {n} {mode} rounds of {cfg.algorithm.name} on the simulator ==")
+    results = run_rounds(
+        cfg,
+        workdir=workdir,
+        rounds=n,
+        on_round=lambda r: print(
+            f"  round {r.round}: collected {r.collect.get('trajectories', 0)} trajectories, "
+            f"test success {r.evaluate.get('success_rate', 0.0):.1%} "
+            f"({r.seconds:.0f} s)",
+            flush=True,
+        ),
+    )
+    test_key = next((k for k in sft if k.endswith("test")), None)
+    print()
+    print(format_rounds(results, sft_success=sft.get(test_key) if test_key else None))
+    minutes = (time.perf_counter() - started) / 60
+    print(f"\nDone in {minutes:.1f} minutes. Look at the results:")
+    print(
+        f"  MLflow UI:  .venv/bin/mlflow ui --backend-store-uri sqlite:///{workdir}/runs/mlflow.db\n"
+        f"  registry:   .venv/bin/distrl registry compare --workdir {workdir}\n"
+        f"  notebook:   DISTRL_WORKDIR={workdir} .venv/bin/jupyter lab notebooks/"
+        "trajectory_analysis.ipynb  (pip install jupyterlab)\n"
+        f"  Airflow UI: see README, 'Airflow' (the DAGs run the same stages)"
+    )
+    return code
