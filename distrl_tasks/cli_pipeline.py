@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,8 +35,24 @@ def add_pipeline_commands(
             p.add_argument("--adb-port", type=int, help="its port")
         if name in ("evaluate", "register"):
             p.add_argument("--checkpoint", help="checkpoint dir (default: the round's train)")
+        if name in ("train", "register"):
+            p.add_argument(
+                "--data-version",
+                type=_data_version_arg,
+                help="lineage hash: 'auto' = DVC's hash of the labeled shards (under `dvc repro`, "
+                "where no version stage runs) or a DVC hash (default: the version manifest)",
+            )
         add_config_flags(p)
         p.set_defaults(func=_stage_command(name))
+
+    met = sub.add_parser("metrics", help="write metrics.json and per-round plot data (DVC)")
+    met.add_argument("--workdir", default=".", help="project working directory")
+    met.add_argument("--metrics", default="metrics.json", help="metrics file to write")
+    met.add_argument(
+        "--plots", default="plots/success_per_round.csv", help="per-round plot CSV to write"
+    )
+    add_config_flags(met)
+    met.set_defaults(func=_cmd_metrics)
 
     rnd = sub.add_parser("round", help="bootstrap if needed, then run rounds end to end")
     rnd.add_argument("--workdir", default=".", help="project working directory")
@@ -56,6 +73,37 @@ def add_pipeline_commands(
 def _config(args: argparse.Namespace) -> Config:
     path = args.config or ("params.yaml" if Path("params.yaml").is_file() else None)
     return load_config(path, list(args.overrides or []))
+
+
+def _data_version_arg(text: str) -> str:
+    if text == "auto" or re.fullmatch(r"[0-9a-f]{32}(\.dir)?", text):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"expected 'auto' or a DVC hash (32 hex digits, optional .dir), got {text!r}"
+    )
+
+
+def _data_version(cfg: Config, args: argparse.Namespace, round_: int) -> str:
+    """The ``--data-version`` given, DVC's hash of the labeled data for 'auto', else the
+    version stage's hash."""
+    chosen = getattr(args, "data_version", None)
+    if chosen == "auto":
+        from distrl_tasks.stages.dvc_metrics import labeled_data_version
+
+        return labeled_data_version(cfg, args.workdir)
+    if chosen:
+        return chosen
+    return _previous(args.workdir, round_, "version", "data_version")
+
+
+def _checkpoint(args: argparse.Namespace, round_: int) -> str:
+    """``--checkpoint`` or the round's trained checkpoint, made absolute.
+
+    Both are paths as seen from the current directory (train records its output that way), while
+    the stages resolve relative paths against ``--workdir``: absolute, they mean the same to both.
+    """
+    path = args.checkpoint or _previous(args.workdir, round_, "train", "checkpoint_dir")
+    return str(Path(path).resolve())
 
 
 def _previous(workdir: str, round_: int, stage: str, key: str) -> Any:
@@ -101,17 +149,22 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
         elif name == "train":
             from distrl_tasks.stages import train
 
-            data_version = _previous(workdir, rnd, "version", "data_version")
+            data_version = _data_version(cfg, args, rnd)
             out = train.run(cfg, round=rnd, data_version=data_version, workdir=workdir)
         elif name == "evaluate":
             from distrl_tasks.stages import evaluate
 
-            ckpt = args.checkpoint or _previous(workdir, rnd, "train", "checkpoint_dir")
+            ckpt = _checkpoint(args, rnd)
+            from distrl_tasks.stages.common import write_manifest
+
             out = evaluate.run(cfg, round=rnd, checkpoint_dir=ckpt, workdir=workdir)
+            # the round's record, which `distrl register` and `distrl metrics` read
+            record = {k: v for k, v in out.items() if k != "reused"}
+            write_manifest(workdir, rnd, "evaluate", record)
         else:
             from distrl_tasks.stages import register
 
-            ckpt = args.checkpoint or _previous(workdir, rnd, "train", "checkpoint_dir")
+            ckpt = _checkpoint(args, rnd)
             evaluation = {
                 "success_rate": _previous(workdir, rnd, "evaluate", "success_rate"),
                 "tasks_key": _previous(workdir, rnd, "evaluate", "tasks_key"),
@@ -120,7 +173,7 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
                 cfg,
                 round=rnd,
                 checkpoint_dir=ckpt,
-                data_version=_previous(workdir, rnd, "version", "data_version"),
+                data_version=_data_version(cfg, args, rnd),
                 evaluation=evaluation,
                 workdir=workdir,
             )
@@ -128,6 +181,16 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
         return 0
 
     return command
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    from distrl_tasks.stages.dvc_metrics import write_metrics
+
+    out = write_metrics(
+        _config(args), workdir=args.workdir, metrics_path=args.metrics, plots_path=args.plots
+    )
+    print(json.dumps(out), flush=True)
+    return 0
 
 
 def _cmd_round(args: argparse.Namespace) -> int:

@@ -195,15 +195,30 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
     with _dvc(root, "config") as repo:
         current = repo.config.read("repo")
         wanted_core = {"remote": name, "analytics": False}
+        core = current["core"]
+        analytics_off = str(core.get("analytics", "true")).lower() in ("false", "0", "no")
         if (
-            any(current["core"].get(k) != v for k, v in wanted_core.items())
-            or current["remote"].get(name, {}).get("url") != url
+            core.get("remote") != name
+            or not analytics_off
+            or not _same_url(current["remote"].get(name, {}).get("url"), url, root)
         ):
             with repo.config.edit("repo") as conf:
                 conf["core"].update(wanted_core)
                 conf["remote"].setdefault(name, {})["url"] = url
     scaffold = [p for p in (".dvc/config", ".dvc/.gitignore", ".dvcignore") if (root / p).exists()]
     _commit_paths(root, scaffold, f"Set up DVC: default remote '{name}' -> {url}")
+
+
+def _same_url(configured: str | None, wanted: str, root: Path) -> bool:
+    """Whether a remote URL from ``.dvc/config`` names ``wanted`` (relative paths there are
+    relative to ``.dvc/``, and a committed config may well keep them relative)."""
+    if configured is None:
+        return False
+    if configured == wanted:
+        return True
+    if _URL_SCHEME.match(configured) or _URL_SCHEME.match(wanted):
+        return False
+    return (root / ".dvc" / configured).resolve() == Path(wanted).resolve()
 
 
 def _require_dvc_repo(root: str | os.PathLike) -> Path:

@@ -13,8 +13,10 @@ checkpoint, logs to MLflow and writes the stage manifest.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config
@@ -32,6 +34,25 @@ def _replay(cfg: Config, workdir: str | os.PathLike):
         beta=cfg.algorithm.priority_beta,
         seed=cfg.sim.seed,
     )
+
+
+def _starting_version(cfg: Config, workdir: str | os.PathLike, round_: int, registry) -> int:
+    """The registry version a learner without saved state starts from.
+
+    The previous round's registered policy, or for the first round the bootstrap's: fixed by
+    the round, so re-training a round (e.g. `dvc repro` after a param change) starts from the
+    same weights, whatever ``behavior`` points at by then. The alias is the last resort.
+    """
+    previous = common.read_manifest(workdir, round_ - 1, "register")
+    if previous is not None:
+        return int(previous["version"])
+    boot = Path(workdir) / "runs" / "bootstrap" / "manifest.json"
+    if boot.is_file():
+        return int(json.loads(boot.read_text())["version"])
+    behavior = registry.alias_version("behavior")
+    if behavior is None:
+        raise RuntimeError("no 'behavior' policy registered: run `distrl bootstrap` first")
+    return behavior.version
 
 
 def run(
@@ -73,13 +94,9 @@ def run(
     start_version = 0
     if latest is None:
         registry = common.registry(cfg, workdir)
-        behavior = registry.alias_version("behavior")
-        if behavior is None:
-            raise RuntimeError("no 'behavior' policy registered: run `distrl bootstrap` first")
-        start = registry.download_version(
-            behavior.version, common.learner_dir(workdir) / "registry"
-        )
-        start_version = behavior.policy_version or 0
+        origin = registry.get_version(_starting_version(cfg, workdir, round, registry))
+        start = registry.download_version(origin.version, common.learner_dir(workdir) / "registry")
+        start_version = origin.policy_version or 0
         policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
     else:
         policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
@@ -102,7 +119,7 @@ def run(
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
     metrics = learner.train_round(replay, steps)  # bumps learner.policy_version
     learner.save_checkpoint(f"round-{round:06d}")
-    out = common.checkpoint_dir(workdir, round)
+    out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {
         "round": round,
         "algorithm": cfg.algorithm.name,
