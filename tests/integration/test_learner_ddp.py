@@ -95,13 +95,16 @@ def test_two_ranks_match_each_other_and_one_process_on_the_global_batch(tmp_path
                 text=True,
             )
         )
-    for rank, proc in enumerate(procs):
-        try:
-            output, _ = proc.communicate(timeout=180)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=180)[0])
+    finally:  # only a timeout or an error leaves ranks running: never leave them behind
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for rank, (proc, output) in enumerate(zip(procs, outputs, strict=True)):
         assert proc.returncode == 0, f"rank {rank} failed:\n{output[-4000:]}"
 
     rank0 = load_file(str(tmp_path / "rank0.safetensors"))
