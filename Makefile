@@ -26,12 +26,16 @@ install: $(VENV)/.installed
 ## install-dev: install + test and lint tools + the system tools the tests drive (Debian's adb)
 install-dev: $(VENV)/.installed-dev system-deps
 
-## system-deps: Debian packages the integration tests use (the real `adb` client)
+## system-deps: Debian packages the tests drive (the real `adb` client, headless Chromium, git)
 system-deps:
-	@command -v adb >/dev/null 2>&1 || { \
-	  echo "installing Debian's adb client (needs root or sudo)"; \
+	@missing=""; \
+	for cmd in adb chromium git; do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing (needs root or sudo)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq adb >/dev/null; }
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 ## demo: the main job on the embedded default (simulator farm, scripted expert)
 demo: install

@@ -90,7 +90,7 @@ def run(
             f"{common.labeled_dir(cfg, workdir)}: run collect and label first"
         )
     state_root = common.learner_dir(workdir) / "checkpoints"
-    latest = ts.read_latest(state_root) if (state_root / ts.LATEST_FILE).is_file() else None
+    latest = ts.latest_checkpoint(state_root)
     start_version = 0
     if latest is None:
         registry = common.registry(cfg, workdir)

@@ -1,0 +1,151 @@
+"""``dag.test()`` of ``distrl_round`` against a migrated SQLite database.
+
+The chaining test marks the stage tasks successful (no stage runs) to check, quickly, that the
+last task of round 0 triggers a ``distrl_round`` run for round 1 with the same Params. The tiny
+round runs every real stage on the simulator farm.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+from airflow.models.dagrun import DagRun
+from airflow.models.xcom import XComModel
+from airflow.utils.session import create_session
+from airflow.utils.state import DagRunState, TaskInstanceState
+
+from .conftest import DAGS_FOLDER
+
+STAGE_TASKS = (
+    "start_farm|bootstrap|collect|label|version|train|evaluate|register|stop_farm"  # regex
+)
+
+# 2 simulated devices, 1 episode each, a few updates: a whole round in well under a minute.
+TINY_PARAMS = """\
+sim:
+  devices: 2
+orchestration:
+  workers: 1
+  devices_per_worker: 2
+  episodes_per_device: 1
+  rounds: 1
+  eval_tasks: 2
+algorithm:
+  batch_size: 2
+  actor_epochs: 1
+  critic_epochs: 1
+agent:
+  max_new_tokens: 32
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A throwaway project root with a tiny params.yaml; the DAG tasks run against it."""
+    (tmp_path / "params.yaml").write_text(TINY_PARAMS)
+    monkeypatch.setenv("DISTRL_WORKDIR", str(tmp_path))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return tmp_path
+
+
+@pytest.fixture
+def registered_policy(project: Path) -> int:
+    """A fresh tiny policy registered as "behavior", so bootstrap's SFT (minutes) is skipped."""
+    from distrl_tasks.agents.policy import build_policy
+    from distrl_tasks.config import load_config
+    from distrl_tasks.tracking.registry import ModelRegistry
+
+    cfg = load_config(project / "params.yaml")
+    policy_dir = project / "runs" / "initial_policy"
+    build_policy(cfg.agent, seed=0).save(policy_dir)
+    registry = ModelRegistry.from_config(cfg, root=project)
+    version = registry.register_checkpoint(
+        policy_dir, round=0, algorithm="distrl", policy_version=0, data_version=""
+    )
+    registry.set_behavior(version)
+    return version
+
+
+@pytest.fixture
+def round_dag(airflow_db: Path):
+    # parsed afresh per test: a test run's conf must not leak into the next through the object
+    return DagBag(dag_folder=str(DAGS_FOLDER)).dags["distrl_round"]
+
+
+def _states(dr: DagRun) -> dict[tuple[str, int], str]:
+    with create_session() as session:
+        return {
+            (ti.task_id, ti.map_index): ti.state
+            for ti in DagRun.find(run_id=dr.run_id, dag_id=dr.dag_id, session=session)[
+                0
+            ].get_task_instances(session=session)
+        }
+
+
+def _xcom(dr: DagRun, task_id: str, key: str = "return_value", map_index: int = -1):
+    with create_session() as session:
+        row = (
+            session.query(XComModel)
+            .filter_by(
+                dag_id=dr.dag_id,
+                run_id=dr.run_id,
+                task_id=task_id,
+                key=key,
+                map_index=map_index,
+            )
+            .one()
+        )
+        return XComModel.deserialize_value(row)
+
+
+def test_a_round_triggers_the_next_one_with_the_same_params(round_dag, project: Path) -> None:
+    conf = {"round": 0, "rounds": 2, "algorithm": "digirl", "overrides": ["sim.seed=3"]}
+    dr = round_dag.test(run_conf=conf, mark_success_pattern=STAGE_TASKS)
+    assert dr.state == DagRunState.SUCCESS
+    states = _states(dr)
+    assert states[("plan_shards", -1)] == TaskInstanceState.SUCCESS
+    assert states[("trigger_next_round", -1)] == TaskInstanceState.SUCCESS
+    expected_conf = {**conf, "round": 1}
+    assert {k: v for k, v in _xcom(dr, "plan_next_round").items() if k in conf} == expected_conf
+    next_id = _xcom(dr, "plan_next_round", key="run_id")
+    assert next_id.startswith("distrl_round__round1__")
+    with create_session() as session:
+        (nxt,) = DagRun.find(dag_id="distrl_round", run_id=next_id, session=session)
+        assert {k: v for k, v in nxt.conf.items() if k in conf} == expected_conf
+
+
+def test_the_last_round_triggers_nothing(round_dag, project: Path) -> None:
+    dr = round_dag.test(run_conf={"round": 1, "rounds": 2}, mark_success_pattern=STAGE_TASKS)
+    assert dr.state == DagRunState.SUCCESS
+    states = _states(dr)
+    assert states[("plan_next_round", -1)] == TaskInstanceState.SUCCESS
+    assert states[("trigger_next_round", -1)] == TaskInstanceState.SKIPPED
+
+
+@pytest.mark.slow
+def test_dag_test_runs_a_tiny_round_on_the_simulator(
+    round_dag, project: Path, registered_policy: int
+) -> None:
+    dr = round_dag.test(run_conf={"round": 0})
+    states = _states(dr)
+    assert dr.state == DagRunState.SUCCESS, states
+    assert all(s in ("success", "skipped") for s in states.values()), states
+    assert states[("collect", 0)] == TaskInstanceState.SUCCESS  # one mapped worker shard
+    assert ("collect", 1) not in states
+    assert _xcom(dr, "bootstrap")["skipped"] is True
+    farm = _xcom(dr, "start_farm")
+    assert len(farm["serials"]) == 2
+    assert _xcom(dr, "stop_farm") == {"stopped": True}
+    assert not (project / "runs" / "farm.json").exists()
+    collected = _xcom(dr, "collect", map_index=0)
+    assert collected["trajectories"] == 2  # 2 devices x 1 episode
+    assert all(Path(p).is_file() for p in collected["shards"])
+    trained = _xcom(dr, "train")
+    assert Path(trained["checkpoint_dir"]).is_dir()
+    evaluation = _xcom(dr, "evaluate")
+    assert evaluation["episodes"] == 2 and 0.0 <= evaluation["success_rate"] <= 1.0
+    registered = _xcom(dr, "register")
+    assert registered["behavior"] == registered["version"] == registered_policy + 1
+    assert states[("trigger_next_round", -1)] == TaskInstanceState.SKIPPED  # rounds = 1
