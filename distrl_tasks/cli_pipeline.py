@@ -33,6 +33,13 @@ def add_pipeline_commands(
             p.add_argument("--workers", type=int, default=1, help="number of workers")
             p.add_argument("--adb-host", help="ADB server of a running farm (default: own farm)")
             p.add_argument("--adb-port", type=int, help="its port")
+            p.add_argument(
+                "--policy",
+                choices=("behavior", "scripted", "random"),
+                default="behavior",
+                help="who acts: the registry's behavior policy (default), the scripted expert "
+                "(sim.expert_mistake_rate) or a uniformly random policy",
+            )
         if name in ("evaluate", "register"):
             p.add_argument("--checkpoint", help="checkpoint dir (default: the round's train)")
         if name in ("train", "register"):
@@ -137,6 +144,7 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
                 workdir=workdir,
                 adb_host=args.adb_host,
                 adb_port=args.adb_port,
+                policy=None if args.policy == "behavior" else args.policy,
             )
         elif name == "label":
             from distrl_tasks.stages import label

@@ -134,6 +134,13 @@ class AgentConfig:
     critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input
     critic_text_encoder_path: str = ""  # local model directory (roberta; optional for minilm)
     critic_hidden: int = 256  # width of the critics' MLP heads (papers: 768)
+    sft_tokenizer: Literal["sentencepiece", "byte"] = "sentencepiece"  # bootstrap vocabulary
+    sft_vocab_size: int = 1024  # size of the SentencePiece vocabulary fitted to the demos
+    sft_episodes_per_device: int = 24  # expert demonstrations per device for the bootstrap
+    sft_mistake_rate: float = 0.2  # expert mistake rate of those demonstrations
+    sft_steps: int = 300  # supervised optimizer steps of the bootstrap
+    sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
+    sft_lr: float = 1e-3  # peak SFT learning rate (from scratch: far above algorithm.lm_lr)
     remote_base_url: str = ""  # OpenAI-compatible VLM endpoint (…/v1) for evaluation-only runs
     remote_model: str = ""  # served model name at remote_base_url
     remote_api_key_env: str = "VLM_API_KEY"  # env var holding the endpoint's key ("" = no auth)
@@ -157,6 +164,12 @@ class AgentConfig:
         _check(self.remote_timeout_s > 0, f"{key}.remote_timeout_s", "must be > 0")
         _check(self.remote_concurrency >= 1, f"{key}.remote_concurrency", "must be >= 1")
         _check(self.critic_hidden >= 1, f"{key}.critic_hidden", "must be >= 1")
+        _check(self.sft_vocab_size >= 300, f"{key}.sft_vocab_size", "must be >= 300")
+        _check(self.sft_episodes_per_device >= 1, f"{key}.sft_episodes_per_device", "must be >= 1")
+        _check(0.0 <= self.sft_mistake_rate < 1.0, f"{key}.sft_mistake_rate", "must be in [0, 1)")
+        _check(self.sft_steps >= 1, f"{key}.sft_steps", "must be >= 1")
+        _check(self.sft_batch_size >= 1, f"{key}.sft_batch_size", "must be >= 1")
+        _check(self.sft_lr > 0, f"{key}.sft_lr", "must be > 0")
         if self.critic_text_encoder == "roberta":
             _check(
                 bool(self.critic_text_encoder_path),

@@ -62,7 +62,8 @@ class Action:
 FALLBACK = Action(ActionType.TASK_IMPOSSIBLE, invalid=True)
 
 _FIELD = re.compile(r'"(action_type|touch_point|lift_point|typed_text)"\s*:\s*"((?:[^"\\]|\\.)*)"')
-_POINT = re.compile(r"^\s*\[\s*(-?[\d.]+(?:e-?\d+)?)\s*,\s*(-?[\d.]+(?:e-?\d+)?)\s*\]\s*$")
+_NUMBER = r"(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_POINT = re.compile(rf"^\s*\[\s*{_NUMBER}\s*,\s*{_NUMBER}\s*\]\s*$")
 _PLAN = re.compile(r"Action Plan:\s*(.*?)\s*;\s*Action Decision:", re.S)
 
 
@@ -70,7 +71,10 @@ def _point(text: str) -> tuple[float, float] | None:
     m = _POINT.match(text)
     if not m:
         return None
-    y, x = float(m.group(1)), float(m.group(2))
+    try:
+        y, x = float(m.group(1)), float(m.group(2))
+    except ValueError:  # defensive: the pattern only admits numbers float() accepts
+        return None
     if not (0.0 <= y <= 1.0 and 0.0 <= x <= 1.0):
         return None
     return (y, x)

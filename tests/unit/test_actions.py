@@ -56,6 +56,10 @@ def test_malformed_outputs_fall_back_and_flag_invalid() -> None:
         '"action_type": "DUAL_POINT"',
         '"action_type": "TYPE"',  # no typed_text field at all
         "Action Plan: [TYPE ; Action Decision: garbage",
+        # numbers a sampling policy may write that are not numbers at all
+        '"action_type": "DUAL_POINT", "touch_point": "[0.0.042, 0.5]", "lift_point": "[0.5, 0.5]"',
+        '"action_type": "DUAL_POINT", "touch_point": "[., 0.5]", "lift_point": "[0.5, 0.5]"',
+        '"action_type": "DUAL_POINT", "touch_point": "[1e999, 0.5]", "lift_point": "[0.5, 0.5]"',
     ]
     for text in bad:
         a = parse_action(text)
@@ -105,4 +109,12 @@ def test_format_parse_round_trip(action: Action) -> None:
 
 @given(st.text(max_size=200))
 def test_parse_never_raises(text: str) -> None:
+    assert isinstance(parse_action(text), Action)
+
+
+@given(
+    st.text(alphabet="0123456789.-e+", max_size=12), st.text(alphabet="0123456789.-e", max_size=8)
+)
+def test_parse_never_raises_on_number_like_points(y: str, x: str) -> None:
+    text = f'"action_type": "DUAL_POINT", "touch_point": "[{y}, {x}]", "lift_point": "[{y}, {x}]"'
     assert isinstance(parse_action(text), Action)

@@ -1,0 +1,206 @@
+"""Policy evaluation on the device fleet: each task exactly once, oracle-judged, in task order.
+
+:func:`evaluation_plan` deals the task list round-robin over the devices, so every task runs once
+however many devices there are; :func:`evaluate_on_farm` runs the plan with the asynchronous
+collector (one thread per device, batched policy calls) and returns one :class:`EpisodeResult`
+per task, in the order of the task list. Episodes cut short by a device error are kept and count
+as failures (``error`` says why): dropping them would bias the success rate upwards.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import adbutils
+
+from distrl_tasks.agents.actions import parse_action
+from distrl_tasks.agents.image_encoders import build_image_encoder
+from distrl_tasks.config import Config
+from distrl_tasks.envs.adb_device import AdbDevice
+from distrl_tasks.envs.android_env import AndroidEnv
+from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.runners.collector import collect_async
+from distrl_tasks.runners.inference import InferenceServer
+from distrl_tasks.runners.policies import CollectPolicy
+from distrl_tasks.tasks.parse import parse_goal
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """Outcome of one evaluation episode."""
+
+    index: int  # position of the task in the evaluated list
+    goal: str
+    family: str
+    device: str
+    success: bool  # oracle verdict; False for unlabeled or failed episodes
+    steps: int  # actions taken
+    reason: str  # why the episode ended (success, complete, horizon, ..., error)
+    error: str = ""  # device failure, if any
+
+
+class ParseGuard:
+    """Passes a policy's actions through, blanking any text on which ``parse_action`` raises.
+
+    ``parse_action`` promises never to raise, but a point such as ``"[0.0.042, 0.5]"`` passes its
+    regex and fails ``float()``; the env would then kill the device thread mid-evaluation. A
+    blanked text parses as the invalid fallback, so the step is penalised and counted as the
+    model's mistake, as the contract intends.
+    """
+
+    def __init__(self, policy: CollectPolicy) -> None:
+        self.policy = policy
+        self.blanked = 0
+
+    def act(self, observations: Sequence[object]) -> tuple[list[str], Sequence[float]]:
+        texts, log_probs = self.policy.act(observations)  # type: ignore[arg-type]
+        out = []
+        for text in texts:
+            try:
+                parse_action(text)
+            except ValueError:
+                self.blanked += 1
+                text = ""
+            out.append(text)
+        return out, log_probs
+
+
+def evaluation_plan(goals: Sequence[str], serials: Sequence[str]) -> dict[str, list[int]]:
+    """Task indices per device, dealt round-robin: task ``i`` runs on ``serials[i % D]``.
+
+    Raises:
+        ValueError: no goals or no devices.
+    """
+    if not goals:
+        raise ValueError("evaluation needs at least one goal")
+    if not serials:
+        raise ValueError("evaluation needs at least one device")
+    plan: dict[str, list[int]] = {s: [] for s in serials}
+    for i in range(len(goals)):
+        plan[serials[i % len(serials)]].append(i)
+    return plan
+
+
+def summarize(results: Sequence[EpisodeResult]) -> dict[str, Any]:
+    """Success rate, mean steps, errors, and the same per task family."""
+    if not results:
+        raise ValueError("no episode results to summarize")
+    fams: dict[str, list[EpisodeResult]] = defaultdict(list)
+    for r in results:
+        fams[r.family].append(r)
+
+    def stats(rs: Sequence[EpisodeResult]) -> dict[str, Any]:
+        return {
+            "episodes": len(rs),
+            "success_rate": sum(r.success for r in rs) / len(rs),
+            "mean_steps": sum(r.steps for r in rs) / len(rs),
+        }
+
+    return {
+        **stats(results),
+        "errors": sum(bool(r.error) for r in results),
+        "per_family": {f: stats(rs) for f, rs in sorted(fams.items())},
+    }
+
+
+def evaluate_on_farm(
+    cfg: Config,
+    policy: object,
+    goals: Sequence[str],
+    *,
+    task_set: str,
+    split: str = "test",
+    devices: int | None = None,
+    adb_address: tuple[str, int] | None = None,
+    max_batch: int | None = None,
+    progress: bool = False,
+) -> list[EpisodeResult]:
+    """Run every goal once with ``policy`` and judge it with the simulator's oracle.
+
+    Args:
+        cfg: configuration (sim farm, env horizons and penalties, image encoder, batching).
+        policy: anything the inference server serves (e.g. ``ModelPolicy(policy, greedy=True)``).
+        goals: the task list, in the order results are returned.
+        task_set: ``general`` or ``webshop`` (horizon).
+        split: recorded on the episodes.
+        devices: farm size when one is started (default ``orchestration.devices_per_worker``).
+        adb_address: ``(host, port)`` of a running simulator farm to use instead.
+        max_batch: inference batch limit (default ``orchestration.inference_max_batch``).
+        progress: show a progress bar.
+
+    Returns:
+        One result per goal, in goal order.
+    """
+    if cfg.env.device_kind != "sim":
+        raise ValueError(
+            f"env.device_kind {cfg.env.device_kind!r}: oracle evaluation needs simulated devices"
+        )
+    families = [parse_goal(g).family for g in goals]  # fail on a bad goal before any device work
+    n_devices = devices or cfg.orchestration.devices_per_worker
+    with ExitStack() as stack:
+        if adb_address is not None:
+            host, port = adb_address
+        else:
+            from distrl_tasks.sim.farm import running_farm
+
+            farm = stack.enter_context(
+                running_farm(min(n_devices, len(goals)), seed=cfg.sim.seed, sim_cfg=cfg.sim)
+            )
+            host, port = farm.host, farm.port
+        client = adbutils.AdbClient(host=host, port=int(port))
+        serials = [d.serial for d in client.device_list()]
+        plan = evaluation_plan(goals, serials)
+        encoder = build_image_encoder(cfg.agent)
+        envs = [
+            AndroidEnv(
+                AdbDevice(s, host, port, kind="sim", timeout_s=cfg.env.command_timeout_s),
+                encoder,
+                cfg.env,
+                task_set=task_set,
+                capture_ui_xml=False,
+            )
+            for s in serials
+        ]
+        batch = max_batch or cfg.orchestration.inference_max_batch
+        with InferenceServer(
+            ParseGuard(policy),
+            0,
+            max_batch=batch,
+            max_wait_ms=cfg.orchestration.inference_max_wait_ms,
+        ) as server:
+            collected = collect_async(
+                envs,
+                server,
+                {s: [goals[i] for i in idx] for s, idx in plan.items()},
+                round_=0,
+                split=split,
+                oracle=OracleEvaluator(),
+                gamma=cfg.algorithm.gamma,
+                id_prefix="eval-",
+                progress=progress,
+            )
+    out = [
+        EpisodeResult(i, g, families[i], "", False, 0, "error", "not run: its device was lost")
+        for i, g in enumerate(goals)
+    ]  # a device given up mid-run leaves its remaining tasks unplayed: they count as failures
+    for serial, idx in plan.items():
+        for i, ep in zip(idx, collected.episodes[serial], strict=False):
+            out[i] = EpisodeResult(
+                index=i,
+                goal=goals[i],
+                family=families[i],
+                device=serial,
+                success=bool(ep.success),
+                steps=ep.steps,
+                reason=ep.reason,
+                error=ep.error,
+            )
+    return out
+
+
+def results_as_dicts(results: Sequence[EpisodeResult]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in results]

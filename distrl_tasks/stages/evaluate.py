@@ -1,0 +1,164 @@
+"""The evaluate stage: success rate of a policy checkpoint on a fixed task list, oracle-judged.
+
+Protocol (DigiRL's README, REFERENCE §3 "Test protocol"): on the test split, the FIRST
+``orchestration.eval_tasks`` goals of the task file in file order, duplicates included as listed;
+each runs exactly once (spread round-robin over the simulator's devices, which changes nothing
+about the verdicts: every episode starts from a reset device) and is judged by the simulator's
+oracle. On the train split the papers sample tasks at random; here that is a seeded sample of
+``n`` goals without replacement, so two checkpoints evaluated with the same seed see the same list.
+
+Decoding is greedy by default: a model comparison then depends only on the weights, not on the
+sampling noise of 96 episodes (a 40% policy has a binomial standard deviation of 5 points at
+n = 96). ``greedy=False`` samples with a fixed seed instead (the papers' actors sample).
+
+Idempotent: the manifest is keyed by task set, split, task list and a digest of the checkpoint's
+files; a finished evaluation is returned from ``runs/eval/`` without running anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.config import Config
+from distrl_tasks.runners.evaluation import evaluate_on_farm, results_as_dicts, summarize
+from distrl_tasks.runners.policies import ModelPolicy
+from distrl_tasks.tasks.taskset import load_goals
+from distrl_tasks.tracking.registry import eval_tasks_key
+
+EVAL_DIR = Path("runs") / "eval"
+# Decoding budget (bytes) that holds any canonical AutoUI action including typed text; the
+# config's 128 cuts every action off before its end (see the report: agent.max_new_tokens).
+MIN_ACTION_TOKENS = 256
+
+
+def select_goals(goals: list[str], split: str, n: int, seed: int = 0) -> list[str]:
+    """The evaluated task list: the first ``n`` in file order (test) or a seeded sample (train).
+
+    Raises:
+        ValueError: ``n`` < 1 or an unknown split.
+    """
+    if n < 1:
+        raise ValueError(f"number of evaluation tasks must be >= 1, got {n}")
+    if split == "test":
+        return goals[:n]
+    if split == "train":
+        rng = random.Random(f"eval-train/{seed}")
+        return rng.sample(goals, min(n, len(goals)))
+    raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+
+
+def checkpoint_digest(checkpoint_dir: str | os.PathLike) -> str:
+    """Short SHA-256 over the names and bytes of a checkpoint's files (identifies the weights).
+
+    Raises:
+        ValueError: the directory is missing or empty.
+    """
+    root = Path(checkpoint_dir)
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+    if not files:
+        raise ValueError(f"checkpoint directory {str(root)!r} is missing or holds no files")
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        with p.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def manifest_path(
+    workdir: str | os.PathLike, task_set: str, split: str, tasks_key: str, digest: str, mode: str
+) -> Path:
+    return Path(workdir) / EVAL_DIR / f"eval-{task_set}-{split}-{tasks_key}-{digest}-{mode}.json"
+
+
+def run(
+    cfg: Config,
+    *,
+    round: int,
+    checkpoint_dir: str | os.PathLike,
+    workdir: str | os.PathLike = ".",
+    split: str = "test",
+    n_tasks: int | None = None,
+    task_set: str | None = None,
+    greedy: bool = True,
+    seed: int = 0,
+    adb_address: tuple[str, int] | None = None,
+    devices: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Evaluate the checkpoint at ``checkpoint_dir``; returns (and stores) a small manifest.
+
+    Args:
+        cfg: configuration (``orchestration.eval_tasks``, env, agent, sim).
+        round: training round of the checkpoint (recorded in the manifest).
+        checkpoint_dir: an ``AutoUIPolicy.save`` directory.
+        workdir: the manifest goes to ``<workdir>/runs/eval/``.
+        split: ``test`` (first N in file order) or ``train`` (seeded random N).
+        n_tasks: N (default ``orchestration.eval_tasks``).
+        task_set: default ``env.task_set``.
+        greedy: argmax decoding (default) or sampling seeded with ``seed``.
+        seed: seeds the train-split sample and sampled decoding.
+        adb_address: a running simulator farm to use instead of starting one.
+        devices: farm size when one is started.
+        progress: show a progress bar.
+
+    Returns:
+        ``success_rate``, ``mean_steps``, ``episodes``, ``errors``, ``tasks_key``,
+        ``per_family`` ({family: episodes, success_rate, mean_steps}), ``round``, ``split``,
+        ``task_set``, ``decoding``, ``checkpoint_digest``, ``episodes_file``, ``wall_s`` and
+        ``reused``.
+    """
+    task_set = task_set or cfg.env.task_set
+    n = cfg.orchestration.eval_tasks if n_tasks is None else n_tasks
+    goals = select_goals(load_goals(task_set, split, cfg.env.data_dir), split, n, seed)
+    key = eval_tasks_key(goals)
+    digest = checkpoint_digest(checkpoint_dir)
+    mode = "greedy" if greedy else f"sample{seed}"
+    path = manifest_path(workdir, task_set, split, key, digest, mode)
+    if path.exists():
+        return {**json.loads(path.read_text()), "reused": True}
+    policy = build_policy(cfg.agent, checkpoint_dir=checkpoint_dir, seed=seed)
+    policy.model.eval()
+    policy.max_new_tokens = max(policy.max_new_tokens, MIN_ACTION_TOKENS)
+    start = time.perf_counter()
+    results = evaluate_on_farm(
+        cfg,
+        ModelPolicy(policy, greedy=greedy, seed=seed),
+        goals,
+        task_set=task_set,
+        split=split,
+        devices=devices,
+        adb_address=adb_address,
+        progress=progress,
+    )
+    wall = time.perf_counter() - start
+    path.parent.mkdir(parents=True, exist_ok=True)
+    episodes_file = path.with_name(path.stem + "-episodes.json")
+    _atomic_json(episodes_file, results_as_dicts(results))
+    manifest = {
+        **summarize(results),
+        "tasks_key": key,
+        "round": round,
+        "split": split,
+        "task_set": task_set,
+        "decoding": mode,
+        "checkpoint_digest": digest,
+        "episodes_file": str(episodes_file),
+        "wall_s": wall,
+    }
+    _atomic_json(path, manifest)
+    return {**manifest, "reused": False}
+
+
+def _atomic_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)

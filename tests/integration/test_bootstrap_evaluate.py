@@ -1,0 +1,191 @@
+"""The evaluate and bootstrap stages on the simulator, and the SFT loop on a tiny constructed set.
+
+Budgets are tiny (2-step horizons, a handful of tasks, a few optimizer steps): these tests check
+the protocol and the plumbing; benchmarks/sft.py measures how well the SFT policy plays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+from distrl_tasks.agents.actions import parse_action
+from distrl_tasks.agents.image_encoders import SmallImageEncoder
+from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.config import Config
+from distrl_tasks.runners.evaluation import evaluation_plan
+from distrl_tasks.stages import bootstrap, evaluate
+from distrl_tasks.stages.bootstrap import Demo, SFTSettings, demos_from_rows, train_sft
+from distrl_tasks.tasks.taskset import goal_file
+from distrl_tasks.tracking.registry import BEHAVIOR, CHAMPION, ModelRegistry, eval_tasks_key
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.filterwarnings("ignore:.*``noload`` loader strategy is deprecated"),
+]
+torch.set_num_threads(1)
+DIM = SmallImageEncoder.dim
+
+
+def small_cfg(devices: int = 2, horizon: int = 2) -> Config:
+    cfg = Config()
+    return dataclasses.replace(
+        cfg,
+        orchestration=dataclasses.replace(cfg.orchestration, devices_per_worker=devices),
+        env=dataclasses.replace(cfg.env, horizon_general=horizon),
+    )
+
+
+def file_lines(task_set: str, split: str) -> list[str]:
+    text = goal_file(task_set, split).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def test_test_split_takes_the_first_n_goals_in_file_order_duplicates_kept() -> None:
+    lines = file_lines("general", "test")
+    chosen = evaluate.select_goals(lines, "test", 96)
+    assert chosen == lines[:96]
+    shop = file_lines("webshop", "test")
+    shop_chosen = evaluate.select_goals(shop, "test", 96)
+    assert shop_chosen == shop[:96] and len(set(shop_chosen)) == 67  # repeats kept, as listed
+    sample = evaluate.select_goals(lines, "train", 10, seed=3)
+    assert sample == evaluate.select_goals(lines, "train", 10, seed=3)
+    assert sample != evaluate.select_goals(lines, "train", 10, seed=4)
+    with pytest.raises(ValueError, match="split"):
+        evaluate.select_goals(lines, "dev", 3)
+    with pytest.raises(ValueError, match=">= 1"):
+        evaluate.select_goals(lines, "test", 0)
+
+
+def test_evaluation_plan_runs_each_task_once_round_robin() -> None:
+    plan = evaluation_plan(["a", "b", "c", "d", "e"], ["s1", "s2"])
+    assert plan == {"s1": [0, 2, 4], "s2": [1, 3]}
+    with pytest.raises(ValueError, match="device"):
+        evaluation_plan(["a"], [])
+
+
+def test_evaluate_stage_plays_the_first_n_test_goals_once_and_is_idempotent(tmp_path) -> None:
+    cfg = small_cfg(devices=2, horizon=1)  # one step per task: the protocol, not the policy
+    ckpt = build_policy(cfg.agent, seed=0).save(tmp_path / "ckpt")
+    m = evaluate.run(cfg, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
+    expected = file_lines("general", "test")[:3]
+    assert m["episodes"] == 3 and m["tasks_key"] == eval_tasks_key(expected)
+    assert m["round"] == 4 and m["decoding"] == "greedy" and not m["reused"]
+    assert m["success_rate"] == 0.0 and m["mean_steps"] == 1.0 and m["errors"] == 0
+    assert sum(f["episodes"] for f in m["per_family"].values()) == 3
+    episodes = json.loads(Path(m["episodes_file"]).read_text())
+    assert [e["goal"] for e in episodes] == expected  # result order = file order
+    assert [e["device"] for e in episodes] == ["emulator-5554", "emulator-5556", "emulator-5554"]
+    assert Path(tmp_path, "runs", "eval").is_dir()
+    again = evaluate.run(cfg, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
+    assert again["reused"] and {**again, "reused": False} == m
+
+
+def constructed_demos() -> list[Demo]:
+    """Three screens with different expert actions (a tap, typing, a key press)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    actions = [
+        'Action Plan: [open Chrome] ; Action Decision: "action_type": "DUAL_POINT", '
+        '"touch_point": "[0.7933, 0.5602]", "lift_point": "[0.7933, 0.5602]", "typed_text": ""',
+        'Action Plan: [type] ; Action Decision: "action_type": "TYPE", "touch_point": '
+        '"[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", "typed_text": "news"',
+        'Action Plan: [mistake: back] ; Action Decision: "action_type": "PRESS_BACK", '
+        '"touch_point": "[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", '
+        '"typed_text": ""',
+        'Action Plan: [submit] ; Action Decision: "action_type": "PRESS_ENTER", "touch_point": '
+        '"[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", "typed_text": ""',
+    ]
+    for step, action in enumerate(actions):
+        rows.append(
+            {
+                "trajectory_id": "t0",
+                "step": step,
+                "task": "What's the news?",
+                "action": action,
+                "reward": 1.0 if step == len(actions) - 1 else 0.0,
+                "image_features": rng.normal(size=DIM).astype(np.float16),
+            }
+        )
+    failed = {**rows[0], "trajectory_id": "t1", "reward": 0.0}
+    return demos_from_rows([*rows, failed])
+
+
+def test_demos_are_rewritten_mistakes_dropped_failures_skipped() -> None:
+    demos = constructed_demos()
+    assert [d.action_type for d in demos] == ["DUAL_POINT", "TYPE", "PRESS_ENTER"]
+    assert demos[0].prompt == "Previous Actions:  Goal: What's the news?"
+    assert demos[0].target.startswith("Action Plan: [DUAL_POINT] ; Action Decision: ")
+    # The prompt shows the (rewritten) previous action, mistakes included: they are states.
+    assert demos[2].prompt.startswith("Previous Actions: Action Plan: [PRESS_BACK] ;")
+    with pytest.raises(ValueError, match="missing columns"):
+        demos_from_rows([{"trajectory_id": "x"}])
+
+
+def key_demos() -> list[Demo]:
+    """Three screens, each answered by a different key action (the decision sits in the plan)."""
+    rng = np.random.default_rng(1)
+    kinds = ("PRESS_HOME", "PRESS_ENTER", "STATUS_TASK_COMPLETE")
+    rows = [
+        {
+            "trajectory_id": "k",
+            "step": i,
+            "task": "Open the clock",
+            "action": f'Action Plan: [x] ; Action Decision: "action_type": "{kind}"',
+            "reward": float(i == len(kinds) - 1),
+            "image_features": rng.normal(size=DIM).astype(np.float16),
+        }
+        for i, kind in enumerate(kinds)
+    ]
+    return demos_from_rows(rows)
+
+
+def test_sft_loss_decreases_and_greedy_actions_match_the_expert_types(tmp_path) -> None:
+    demos = key_demos()
+    assert [d.action_type for d in demos] == ["PRESS_HOME", "PRESS_ENTER", "STATUS_TASK_COMPLETE"]
+    policy = bootstrap.initial_policy(Config(), demos, "sentencepiece", tmp_path, seed=0)
+    assert policy.tokenizer.kind == "sentencepiece" and (tmp_path / "tokenizer").is_dir()
+    for d in demos:  # the fitted vocabulary spells every target exactly
+        assert policy.tokenizer.decode(policy.tokenizer.encode(d.target)) == d.target
+    untrained, _ = policy.act([d.observation() for d in demos], greedy=True)
+    assert all(parse_action(t).invalid for t in untrained)
+    settings = SFTSettings(steps=60, batch_size=3, lr=1e-3, warmup_steps=5, lr_floor=1.0)
+    result = train_sft(policy, demos, settings, log_every=10)
+    assert result.steps == 60 and result.examples == 180 and len(result.losses) == 6
+    assert result.losses[-1] < 0.25 * result.losses[0]
+    texts, _ = policy.act([d.observation() for d in demos], greedy=True)
+    assert [parse_action(t).action_type.value for t in texts] == [d.action_type for d in demos]
+    with pytest.raises(ValueError, match="batch_size"):
+        SFTSettings(batch_size=0)
+
+
+def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(tmp_path) -> None:
+    cfg = small_cfg(devices=2, horizon=5)  # room for the expert's web searches (3 steps)
+    m = bootstrap.run(
+        cfg,
+        workdir=tmp_path,
+        episodes_per_device=2,
+        sft=SFTSettings(steps=2, batch_size=2, warmup_steps=0),
+        eval_tasks=2,
+        threads=1,
+    )
+    assert not m["skipped"] and m["sft_steps"] == 2 and m["demos"] >= 1
+    assert set(m["sft_success"]) == {"test"} and 0.0 <= m["sft_success"]["test"] <= 1.0
+    registry = ModelRegistry.from_config(cfg, root=tmp_path)
+    behavior = registry.alias_version(BEHAVIOR)
+    assert behavior is not None and behavior.version == m["version"]
+    assert behavior.round == 0 and behavior.algorithm == "sft"
+    assert registry.alias_version(CHAMPION).version == m["version"]
+    assert (Path(m["policy_dir"]) / "config.json").is_file()
+    again = bootstrap.run(cfg, workdir=tmp_path, episodes_per_device=1, eval_tasks=2)
+    assert again["skipped"] and again["version"] == m["version"]
+    assert len(registry.compare_versions()) == 1
