@@ -42,7 +42,14 @@ ALL_STAGES = ["bootstrap", "collect", "label", "train", "evaluate", "register", 
 GENERATED = ("dvc.lock", "metrics.json", "plots/")  # pipeline results, never copied in
 TINY = {
     "sim": {"port": 0},
-    "agent": {"max_new_tokens": 48},
+    "agent": {
+        "max_new_tokens": 48,
+        # a bootstrap that fits a test: a few demos, a few SFT steps, the file-free tokenizer
+        "sft_tokenizer": "byte",
+        "sft_episodes_per_device": 1,
+        "sft_steps": 3,
+        "sft_batch_size": 2,
+    },
     "algorithm": {"actor_epochs": 2, "critic_epochs": 1, "batch_size": 2},
     "orchestration": {"devices_per_worker": 2, "episodes_per_device": 1, "eval_tasks": 4},
 }
