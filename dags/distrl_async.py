@@ -27,6 +27,7 @@ from airflow.sdk import Asset, Param, dag, get_current_context, setup, task, tea
 
 from distrl_tasks.airflow_params import (
     PARAM_SPECS,
+    gemini_api_key,
     load_run_config,
     newest_trajectories,
     next_round_conf,
@@ -107,7 +108,7 @@ def distrl_actor() -> None:
         from distrl_tasks.stages import label as stage
 
         cfg, root, params = _config()
-        return stage.run(cfg, round=params["round"], workdir=root)
+        return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
 
     @task(outlets=[TRAJECTORIES])
     def version(labeled: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from airflow.sdk import Param, dag, get_current_context, setup, task, teardown
 
 from distrl_tasks.airflow_params import (
     PARAM_SPECS,
+    gemini_api_key,
     load_run_config,
     next_round_conf,
     next_run_id,
@@ -108,7 +109,7 @@ def distrl_round() -> None:
         from distrl_tasks.stages import label as stage
 
         cfg, root, params = _config()
-        return stage.run(cfg, round=params["round"], workdir=root)
+        return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
 
     @task
     def version(labeled: dict[str, Any]) -> dict[str, Any]:

@@ -247,3 +247,24 @@ def newest_trajectories(extras: list[Mapping[str, Any]]) -> dict[str, Any]:
         "data_version": newest["data_version"],
         "params": dict(newest.get("params") or {}),
     }
+
+
+GEMINI_CONN_ID = "gemini_default"  # Airflow connection whose password is the Gemini API key
+
+
+def gemini_api_key(cfg: Any, conn_id: str = GEMINI_CONN_ID) -> str | None:
+    """The Gemini key from an Airflow connection, when labeling needs one and the environment
+    has none (``GEMINI_API_KEY`` wins). Call inside a task; returns None when not applicable.
+    The key is only passed on to the evaluator, never logged or returned in XCom.
+    """
+    import os
+
+    if cfg.evaluator.kind != "gemini" or os.environ.get("GEMINI_API_KEY"):
+        return None
+    from airflow.sdk import Connection
+
+    try:
+        conn = Connection.get(conn_id)
+    except Exception:  # not defined: the evaluator then reports the missing key clearly
+        return None
+    return (conn.password or "") or None

@@ -51,14 +51,24 @@ def _relabel(traj: pa.Table, success: bool, evaluator: str, gamma: float) -> lis
     return rows
 
 
-def _evaluator(cfg: Config):
+def _evaluator(cfg: Config, api_key: str | None):
     from distrl_tasks.evaluators.gemini import GeminiEvaluator
 
-    return GeminiEvaluator.from_config(cfg)
+    return GeminiEvaluator.from_config(cfg, api_key=api_key)
 
 
-def run(cfg: Config, *, round: int, workdir: str | os.PathLike = ".") -> dict[str, Any]:
-    """Label round ``round``'s raw shards; returns ``{labeled, unlabeled, shards, ...}``."""
+def run(
+    cfg: Config,
+    *,
+    round: int,
+    workdir: str | os.PathLike = ".",
+    api_key: str | None = None,
+) -> dict[str, Any]:
+    """Label round ``round``'s raw shards; returns ``{labeled, unlabeled, shards, ...}``.
+
+    ``api_key`` is the Gemini key when it does not come from ``GEMINI_API_KEY`` (e.g. read from
+    an Airflow connection by the DAG); it is handed to the client and stored nowhere.
+    """
     done = common.read_manifest(workdir, round, "label")
     if done is not None and done["unlabeled_retryable"] == 0:
         return {**done, "reused": True}
@@ -68,7 +78,7 @@ def run(cfg: Config, *, round: int, workdir: str | os.PathLike = ".") -> dict[st
     if not shards:
         raise FileNotFoundError(f"no shards of round {round} in {raw}: run the collect stage first")
     out_dir = common.labeled_dir(cfg, workdir)
-    judge = _evaluator(cfg) if cfg.evaluator.kind == "gemini" else None
+    judge = _evaluator(cfg, api_key) if cfg.evaluator.kind == "gemini" else None
     counts = {"labeled": 0, "unlabeled": 0, "unlabeled_retryable": 0, "successes": 0}
     written: list[str] = []
     with common.stage_run(cfg, workdir, round, "label") as run_:

@@ -137,3 +137,20 @@ def test_newest_trajectories_picks_the_highest_round() -> None:
         newest_trajectories([{"unrelated": True}])
     with pytest.raises(ValueError, match="has none"):
         newest_trajectories([])
+
+
+def test_gemini_key_comes_from_an_airflow_connection_only_when_needed(monkeypatch) -> None:
+    from distrl_tasks.airflow_params import gemini_api_key
+    from distrl_tasks.config import load_config
+
+    gemini = load_config(None, {"evaluator.kind": "gemini"})
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("AIRFLOW_CONN_GEMINI_DEFAULT", raising=False)
+    assert gemini_api_key(gemini) is None  # no connection: the evaluator reports the missing key
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GEMINI_DEFAULT", '{"conn_type": "generic", "password": "conn-key"}'
+    )
+    assert gemini_api_key(gemini) == "conn-key"
+    assert gemini_api_key(load_config(None, {})) is None  # the oracle needs no key
+    monkeypatch.setenv("GEMINI_API_KEY", "env-key")
+    assert gemini_api_key(gemini) is None  # the environment wins; the evaluator reads it
