@@ -306,10 +306,10 @@ class RemoteVLMPolicy:
             RuntimeError: called from inside a running event loop (use :meth:`act_async`).
         """
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # the normal case: no loop in this thread
+            running = None
+        if running is not None:
             raise RuntimeError("act() cannot run inside an event loop; await act_async()")
         return asyncio.run(
             self.act_async(
