@@ -220,7 +220,7 @@ def run_demo(
         )
     prepare_workdir(workdir)
     print(f"\n== 2. Bootstrap: behaviour cloning on expert demonstrations (in {workdir}) ==")
-    boot = bootstrap.run(cfg, workdir=workdir)
+    boot = bootstrap.run(cfg, workdir=workdir, progress=True)
     sft = boot.get("sft_success", {})
     if boot.get("skipped"):
         print(f"A policy is already registered (version {boot.get('version')}): not retrained.")
