@@ -98,6 +98,9 @@ def key_words(key: str) -> list[str]:
     return [w for w in _NON_WORD.split(_CAMEL_BOUNDARY.sub("_", key).lower()) if w]
 
 
+_MODEL_SUFFIXES = {".safetensors", ".model"}  # learned weights and vocabularies
+
+
 def is_secret_key(key: str) -> bool:
     """Whether a (dotted, snake, kebab or camel case) key names a secret."""
     words = key_words(key)
@@ -141,8 +144,14 @@ def secret_env_values(
     return frozenset(
         value.strip()
         for name, value in env.items()
-        if is_secret_key(name) and len(value.strip()) >= min_length
+        if is_secret_key(name)
+        and name.upper() not in _PUBLIC_ENV
+        and len(value.strip()) >= min_length
     )
+
+
+# Shell variables whose names happen to contain a secret word ("pwd" = password) but hold paths.
+_PUBLIC_ENV = frozenset({"PWD", "OLDPWD"})
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -261,7 +270,10 @@ class SecretFilter:
         """Files under ``directory`` that contain a known secret value or a credential shape.
 
         Text-like files (json, yaml, txt, ...) are always read; other files only when no larger
-        than ``max_scan_bytes`` (weights are binary and would only produce false alarms).
+        than ``max_scan_bytes`` (weights are binary and would only produce false alarms). Model
+        files (safetensors weights, SentencePiece ``.model`` vocabularies) are checked for the
+        known secret values only: a credential *shape* inside a learned vocabulary is a
+        coincidence (it can hold any short string), a real key's bytes never are.
         """
         text_suffixes = {".json", ".yaml", ".yml", ".txt", ".md", ".cfg", ".ini", ".toml", ".env"}
         needles = [v.encode() for v in self._values]
@@ -273,6 +285,9 @@ class SecretFilter:
             if path.suffix.lower() not in text_suffixes and path.stat().st_size > max_scan_bytes:
                 continue
             blob = path.read_bytes()
-            if any(n in blob for n in needles) or any(p.search(blob) for p in patterns):
+            shapes = path.suffix.lower() not in _MODEL_SUFFIXES
+            if any(n in blob for n in needles) or (
+                shapes and any(p.search(blob) for p in patterns)
+            ):
                 hits.append(path)
         return hits

@@ -234,6 +234,16 @@ def test_files_with_secrets(tmp_path) -> None:
     assert filt.files_with_secrets(tmp_path, max_scan_bytes=4) == [tmp_path / "sub" / "meta.json"]
 
 
+def test_vocabularies_are_checked_for_real_secrets_not_for_shapes(tmp_path) -> None:
+    filt = SecretFilter(environ={"GEMINI_API_KEY": "env-held-secret-value"})
+    # a learned SentencePiece vocabulary can contain a key-shaped piece by coincidence ...
+    (tmp_path / "spiece.model").write_bytes(b"\x0a\x05" + FAKE_GEMINI.encode() + b"\x15")
+    assert filt.files_with_secrets(tmp_path) == []
+    # ... but never the bytes of a real secret
+    (tmp_path / "spiece.model").write_bytes(b"\x0a\x05env-held-secret-value\x15")
+    assert filt.files_with_secrets(tmp_path) == [tmp_path / "spiece.model"]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     secret=st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=8, max_size=40),
@@ -249,3 +259,10 @@ def test_env_secret_never_survives_clean_or_scrub(
     cleaned = filt.clean({key: value, "nested": {"list": [value, 1]}})
     assert all(secret not in v for v in cleaned.values())
     assert secret not in filt.scrub(value)
+
+
+def test_working_directory_variables_are_not_secrets(tmp_path) -> None:
+    filt = SecretFilter(environ={"PWD": "/work/project", "OLDPWD": "/home/user/elsewhere"})
+    (tmp_path / "notes.txt").write_text("trained in /work/project from /home/user/elsewhere")
+    assert filt.files_with_secrets(tmp_path) == []
+    assert SecretFilter(environ={"DB_PASSWORD": "/work/project"}).files_with_secrets(tmp_path)
