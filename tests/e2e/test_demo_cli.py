@@ -45,3 +45,38 @@ def test_demo_rejects_a_bad_config_cleanly() -> None:
     assert proc.returncode == 2
     assert "sim.devices" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_full_demo_runs_bootstrap_and_a_round_end_to_end(tmp_path: Path) -> None:
+    """The README's main job, shrunk: showcase, SFT bootstrap, one RL round, the tables."""
+    tiny = {
+        "agent.sft_episodes_per_device": 2,
+        "agent.sft_steps": 3,
+        "agent.sft_vocab_size": 512,
+        "orchestration.eval_tasks": 2,
+        "orchestration.episodes_per_device": 1,
+        "algorithm.actor_epochs": 1,
+        "algorithm.batch_size": 2,
+        "sim.port": 0,
+    }
+    sets = [arg for key, value in tiny.items() for arg in ("--set", f"{key}={value}")]
+    proc = _distrl(
+        "demo",
+        "--rounds",
+        "1",
+        "--devices",
+        "2",
+        "--tasks-per-split",
+        "1",
+        "--workdir",
+        str(tmp_path / "demo"),
+        *sets,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "== 2. Bootstrap" in out and "SFT policy success on test" in out
+    assert re.search(r"^\s+SFT\s+\S*\s*[\d.]+%", out, re.M), out[-2000:]
+    assert re.search(r"^\s+1\s+[\d.]+%\s+[\d.]+%", out, re.M), out[-2000:]
+    assert (tmp_path / "demo" / "runs" / "mlflow.db").is_file()
