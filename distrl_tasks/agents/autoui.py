@@ -8,6 +8,18 @@ attended image context into each text state; the decoder cross-attends to the fu
 The module holds the Hugging Face T5 parts under the same names as Auto-UI checkpoints
 (``shared``, ``encoder``, ``decoder``, ``lm_head``, ``image_dense``, ``mha_layer``,
 ``gate_dense``), so an Auto-UI-Base state dict loads without renaming.
+
+Copy head (our addition, on when the T5 config carries ``copy_attention: true``; Auto-UI
+checkpoints do not): a pointer-generator output layer (See et al. 2017). With decoder state
+``h_t``, fused encoder states ``s_1..s_L`` and prompt ids ``x_1..x_L``::
+
+    a_t = softmax_i(q(h_t) . s_i / sqrt(d))            copy attention over the prompt
+    g_t = sigmoid(w . [h_t; sum_i a_ti s_i] + b)       probability of copying
+    p_t(v) = (1 - g_t) softmax(lm_head(h_t))_v + g_t sum_{i: x_i = v} a_ti
+
+and :meth:`AutoUIModel.decode` returns ``log p_t`` in place of logits. A from-scratch tiny model
+cannot learn to spell goal words it never saw within a CPU budget, but it learns quickly *where*
+in the goal the typed text is; copying then generalises to unseen goals.
 """
 
 from __future__ import annotations
@@ -28,11 +40,14 @@ def lm_head_is_tied(config: T5Config) -> bool:
     return bool(getattr(config, "scale_decoder_outputs", config.tie_word_embeddings))
 
 
-def tiny_t5_config(vocab_size: int = 384, *, d_model: int = 256, layers: int = 3) -> T5Config:
+def tiny_t5_config(
+    vocab_size: int = 384, *, d_model: int = 256, layers: int = 3, copy: bool = True
+) -> T5Config:
     """The embedded default: a few million parameters, trainable from scratch on a CPU.
 
     Dropout is off so that, for the same weights, the learner's recomputed log-probs equal the
-    actor's behaviour log-probs exactly (importance ratios of 1 on-policy).
+    actor's behaviour log-probs exactly (importance ratios of 1 on-policy). ``copy`` turns on the
+    copy head (module docstring).
     """
     return T5Config(
         vocab_size=vocab_size,
@@ -50,6 +65,7 @@ def tiny_t5_config(vocab_size: int = 384, *, d_model: int = 256, layers: int = 3
         pad_token_id=0,
         eos_token_id=1,
         decoder_start_token_id=0,
+        copy_attention=copy,
     )
 
 
@@ -83,6 +99,10 @@ class AutoUIModel(nn.Module):
         self.image_dense = nn.Linear(self.image_dim, d_model)
         self.mha_layer = nn.MultiheadAttention(d_model, num_heads=1, batch_first=True)
         self.gate_dense = nn.Linear(2 * d_model, d_model)
+        self.copy = bool(getattr(config, "copy_attention", False))
+        if self.copy:
+            self.copy_query = nn.Linear(d_model, d_model, bias=False)
+            self.copy_gate = nn.Linear(2 * d_model, 1)
 
     @property
     def vocab_size(self) -> int:
@@ -128,8 +148,16 @@ class AutoUIModel(nn.Module):
         attention_mask: torch.Tensor,
         past_key_values: Any = None,
         use_cache: bool = False,
+        source_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Any]:
-        """Logits ``[B, T, V]`` for ``decoder_input_ids`` and the updated key/value cache."""
+        """Logits ``[B, T, V]`` for ``decoder_input_ids`` and the updated key/value cache.
+
+        With the copy head the "logits" are the log-probabilities of the mixed distribution
+        (``log_softmax`` of them is the identity), and ``source_ids`` (the prompt ids ``[B, L]``
+        the encoder states came from) is required.
+        """
+        if self.copy and source_ids is None:
+            raise ValueError("this model has a copy head: decode() needs source_ids")
         out = self.decoder(
             input_ids=decoder_input_ids,
             encoder_hidden_states=encoder_states,
@@ -138,9 +166,49 @@ class AutoUIModel(nn.Module):
             use_cache=use_cache,
         )
         hidden = out.last_hidden_state
-        if self.tied:
-            hidden = hidden * (self.config.d_model**-0.5)
-        return self.lm_head(hidden), (out.past_key_values if use_cache else None)
+        cache = out.past_key_values if use_cache else None
+        scaled = hidden * (self.config.d_model**-0.5) if self.tied else hidden
+        logits = self.lm_head(scaled)
+        if not self.copy:
+            return logits, cache
+        return self._copy_mix(hidden, logits, encoder_states, attention_mask, source_ids), cache
+
+    def _copy_mix(
+        self,
+        hidden: torch.Tensor,
+        logits: torch.Tensor,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        source_ids: torch.Tensor,
+    ) -> torch.Tensor:
+        """``log p_t`` ``[B, T, V]`` of the pointer-generator mixture (module docstring).
+
+        Computed in float32 with autocast off: a probability mixture and its log need the range.
+        """
+        with torch.autocast(device_type=hidden.device.type, enabled=False):
+            return self._copy_mix_fp32(hidden.float(), logits, states.float(), mask, source_ids)
+
+    def _copy_mix_fp32(
+        self,
+        hidden: torch.Tensor,
+        logits: torch.Tensor,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        source_ids: torch.Tensor,
+    ) -> torch.Tensor:
+        scores = hidden @ self.copy_query.weight.float().T
+        scores = scores @ states.transpose(1, 2) / states.shape[-1] ** 0.5  # [B, T, L]
+        scores = scores.masked_fill(~mask.bool().unsqueeze(1), float("-inf"))
+        attention = torch.softmax(scores, dim=-1)
+        context = attention @ states  # [B, T, d]
+        gate_in = torch.cat([hidden, context], dim=-1)
+        w, b = self.copy_gate.weight.float(), self.copy_gate.bias.float()
+        gate = torch.sigmoid(gate_in @ w.T + b)  # [B, T, 1]
+        index = source_ids.unsqueeze(1).expand(-1, hidden.shape[1], -1)
+        copied = torch.zeros_like(logits, dtype=torch.float32).scatter_add(-1, index, attention)
+        mixed = (1.0 - gate) * torch.softmax(logits.float(), dim=-1) + gate * copied
+        # clamp: a zero probability would give -inf and NaN gradients through the log.
+        return torch.log(mixed.clamp_min(1e-30))
 
     def shift_right(self, labels: torch.Tensor) -> torch.Tensor:
         """Teacher-forcing decoder inputs: the start id, then the labels minus the last one."""
@@ -156,7 +224,9 @@ class AutoUIModel(nn.Module):
     ) -> torch.Tensor:
         """Teacher-forced logits ``[B, T, V]``; position ``t`` scores ``labels[:, t]``."""
         states = self.encode(input_ids, attention_mask, image_features)
-        logits, _ = self.decode(self.shift_right(labels), states, attention_mask)
+        logits, _ = self.decode(
+            self.shift_right(labels), states, attention_mask, source_ids=input_ids
+        )
         return logits
 
 

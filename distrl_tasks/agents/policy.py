@@ -144,6 +144,7 @@ class AutoUIPolicy:
 
     def _score_ids(
         self,
+        ids: torch.Tensor,
         states: torch.Tensor,
         mask: torch.Tensor,
         targets: Sequence[Sequence[int]],
@@ -151,7 +152,7 @@ class AutoUIPolicy:
     ) -> Scores:
         labels, label_mask = _pad(targets, self.tokenizer.pad_id)
         labels, label_mask = labels.to(self.device), label_mask.to(self.device).bool()
-        logits, _ = self.model.decode(self.model.shift_right(labels), states, mask)
+        logits, _ = self.model.decode(self.model.shift_right(labels), states, mask, source_ids=ids)
         logp = self._log_softmax(logits, temperature)
         picked = logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
         token_lp = torch.where(label_mask, picked, torch.zeros_like(picked))
@@ -188,7 +189,7 @@ class AutoUIPolicy:
             targets.append(ids)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
-        return self._score_ids(states, mask, targets, t)
+        return self._score_ids(ids, states, mask, targets, t)
 
     def log_prob(
         self,
@@ -223,7 +224,9 @@ class AutoUIPolicy:
         steps: list[torch.Tensor] = []
         cache = None
         for _ in range(self.max_new_tokens):
-            logits, cache = self.model.decode(current, states, mask, cache, use_cache=True)
+            logits, cache = self.model.decode(
+                current, states, mask, cache, use_cache=True, source_ids=ids
+            )
             logp = self._log_softmax(logits[:, -1], t)
             if greedy:
                 nxt = logp.argmax(-1)
@@ -243,7 +246,7 @@ class AutoUIPolicy:
             canon = self.tokenizer.encode_action(text, self.max_new_tokens)
             canonical.append(canon == row)
             targets.append(canon)
-        scores = self._score_ids(states, mask, targets, t)
+        scores = self._score_ids(ids, states, mask, targets, t)
         return Sample(texts, sampled, scores.log_prob, canonical)
 
     def act(

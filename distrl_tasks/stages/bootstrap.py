@@ -252,6 +252,9 @@ def train_tokenizer(texts: Iterable[str], directory: Path, vocab_size: int = 102
         add_dummy_prefix=False,
         remove_extra_whitespaces=False,
         split_digits=False,  # frequent coordinates become single pieces
+        # "word▁" pieces: a word segments the same in the goal and in typed_text (which starts
+        # after a quote, not a space), so the copy head can point at it (93% vs 74% of pieces).
+        treat_whitespace_as_suffix=True,
         minloglevel=2,
     )
     return directory / "spiece.model"

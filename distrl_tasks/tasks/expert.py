@@ -90,7 +90,7 @@ class Expert:
         if act.kind == "type" and len(act.text) > 1:
             i = self.rng.randrange(len(act.text))
             wrong = self.rng.choice("abcdefghijklmnopqrstuvwxyz")
-            return Act.type(act.text[:i] + wrong + act.text[i + 1 :])
+            return Act.type(act.text[:i] + wrong + act.text[i + 1 :], "mistake: typo")
         roll = self.rng.random()
         targets = screen.clickables()
         if roll < 0.6 and targets:

@@ -40,8 +40,8 @@ class Act:
         return Act("key", code=code, why=why)
 
     @staticmethod
-    def type(text: str) -> Act:
-        return Act("type", text=text, why=f"type {text!r}")
+    def type(text: str, why: str = "") -> Act:
+        return Act("type", text=text, why=why or f"type {text!r}")
 
     @staticmethod
     def scroll(screen: Screen, down: bool = True) -> Act:

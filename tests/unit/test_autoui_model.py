@@ -201,9 +201,60 @@ def test_cached_decoding_equals_full_pass() -> None:
         states = model.encode(ids, mask, feats)
         inputs, cache, steps = model.shift_right(labels), None, []
         for t in range(inputs.shape[1]):
-            logits, cache = model.decode(inputs[:, t : t + 1], states, mask, cache, use_cache=True)
+            logits, cache = model.decode(
+                inputs[:, t : t + 1], states, mask, cache, use_cache=True, source_ids=ids
+            )
             steps.append(logits)
     torch.testing.assert_close(torch.cat(steps, 1), full, rtol=1e-4, atol=1e-4)
+
+
+def test_copy_head_matches_hand_computation() -> None:
+    model = build_tiny_model(image_dim=16).eval()
+    assert model.copy
+    ids, mask, feats, labels = _inputs(image_dim=16)
+    with torch.no_grad():
+        out = model(ids, mask, feats, labels)  # [B, T, V] log-probs of the mixture
+        states = model.encode(ids, mask, feats)
+        hidden = model.decoder(
+            input_ids=model.shift_right(labels),
+            encoder_hidden_states=states,
+            encoder_attention_mask=mask,
+        ).last_hidden_state
+        vocab = torch.softmax(model.lm_head(hidden * model.config.d_model**-0.5), -1)
+    b, t = 1, 2  # one (example, position) by hand, with plain loops
+    d = model.config.d_model
+    q = model.copy_query(hidden[b, t])
+    raw = [float((q @ states[b, i]).detach()) / d**0.5 for i in range(ids.shape[1])]
+    raw = [r if mask[b, i] else float("-inf") for i, r in enumerate(raw)]
+    attn = torch.softmax(torch.tensor(raw), 0)
+    context = sum(attn[i] * states[b, i] for i in range(ids.shape[1]))
+    gate = torch.sigmoid(model.copy_gate(torch.cat([hidden[b, t], context]))).item()
+    expected = (1 - gate) * vocab[b, t].clone()
+    for i in range(ids.shape[1]):
+        expected[ids[b, i]] += gate * attn[i]
+    torch.testing.assert_close(out[b, t].exp(), expected, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(out.exp().sum(-1), torch.ones(out.shape[:2]), rtol=1e-4, atol=1e-4)
+
+
+def test_copy_head_gives_mass_to_prompt_ids_and_finite_gradients() -> None:
+    model = build_tiny_model(image_dim=16)
+    ids, mask, feats, labels = _inputs(image_dim=16)
+    out = model(ids, mask, feats, labels)
+    present = torch.zeros(out.shape[-1], dtype=torch.bool)
+    present[ids[0][mask[0].bool()]] = True
+    # Prompt ids carry the copied mass on top of the vocabulary share: on average higher.
+    assert out[0, :, present].exp().mean() > out[0, :, ~present].exp().mean()
+    loss = -out.gather(-1, labels.unsqueeze(-1)).mean()
+    loss.backward()
+    grads = [p.grad for p in (model.copy_query.weight, model.copy_gate.weight)]
+    assert all(g is not None and torch.isfinite(g).all() and g.abs().sum() > 0 for g in grads)
+    with pytest.raises(ValueError, match="source_ids"):
+        model.decode(model.shift_right(labels), model.encode(ids, mask, feats), mask)
+
+
+def test_copy_head_is_off_for_autoui_configs() -> None:
+    model = AutoUIModel(tiny_t5_config(copy=False), image_dim=16)
+    assert not model.copy and not hasattr(model, "copy_gate")
 
 
 # ----- checkpoints ----------------------------------------------------------------------------
