@@ -8,6 +8,7 @@ type or an impossible value raises :class:`ConfigError` naming the dotted key.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -395,6 +396,8 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             raise ConfigError(f"{key}: expected an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()):
+            return float(value)  # YAML 1.1 reads "1e-5" (no dot) as a string
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{key}: expected a number, got {value!r}")
         return float(value)
@@ -449,6 +452,9 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"override {text!r}: expected section.key=value")
     key, raw = text.split("=", 1)
     return key.strip(), yaml.safe_load(raw)
+
+
+_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def load_config(

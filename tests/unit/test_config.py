@@ -87,3 +87,11 @@ def test_config_is_frozen_and_flattens() -> None:
     assert flat["sim.devices"] == cfg.sim.devices
     assert flat["sim.latency.screenshot"] == list(cfg.sim.latency.screenshot)
     assert all(not isinstance(v, dict) for v in flat.values())
+
+
+def test_exponent_without_dot_is_a_number_but_words_are_not() -> None:
+    # YAML 1.1 reads "1e-5" as a string; a float field accepts it, a word is still an error.
+    assert load_config(None, ["algorithm.lm_lr=1e-5"]).algorithm.lm_lr == 1e-5
+    assert load_config(None, {"algorithm.critic_lr": "3E-4"}).algorithm.critic_lr == 3e-4
+    with pytest.raises(ConfigError, match="algorithm.lm_lr: expected a number"):
+        load_config(None, ["algorithm.lm_lr=fast"])
