@@ -199,9 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_sim(sub)
     _add_demo(sub)
+    from distrl_tasks.cli_bench import add_bench_commands
     from distrl_tasks.cli_pipeline import add_pipeline_commands
 
     add_pipeline_commands(sub, _add_config_flags)
+    add_bench_commands(sub)
     # more command groups (demo, collect, train, ...) are added here: _add_<group>(sub)
     return parser
 

@@ -9,13 +9,21 @@ while the learner trains, evaluates and registers round ``r``, the actors alread
 ``r + 1`` with the behaviour policy they have (one version behind); the learner corrects for that
 staleness with importance weights (``behavior_log_prob`` and ``policy_version`` are recorded on
 every step). Collection for round ``r + 1`` therefore never waits for training of round ``r``.
+
+A wall-clock budget (``budget_s``) bounds a run instead of, or as well as, a number of rounds:
+the clock starts when the farm is up, and a round is learned only while :func:`budget_allows`
+says it is expected to finish in time (elapsed time plus the mean duration of the rounds so far;
+the first round always runs). In asynchronous mode the actors start another collection whenever
+time is left; a collection that finishes after the learner stopped is reported through
+``on_collect`` but never trained on.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +43,8 @@ class RoundResult:
     evaluate: dict[str, Any] = field(default_factory=dict)
     register: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    collected_s: float = 0.0  # when its collection finished, seconds since the rounds started
+    finished_s: float = 0.0  # when it was registered, seconds since the rounds started
 
     def row(self) -> dict[str, Any]:
         """One line of the per-round table."""
@@ -51,11 +61,42 @@ class RoundResult:
         }
 
 
+CollectCallback = Callable[[int, dict[str, Any], float], None]
+
+
+def budget_allows(
+    elapsed_s: float, budget_s: float | None, round_seconds: Sequence[float] = ()
+) -> bool:
+    """Whether another round is expected to finish within the wall-clock budget.
+
+    Args:
+        elapsed_s: seconds since the rounds started.
+        budget_s: the budget (None: no budget, always True).
+        round_seconds: durations of the rounds so far (their mean predicts the next one; the
+            first round, with no history, always starts).
+
+    Returns:
+        ``elapsed_s + mean(round_seconds) <= budget_s``.
+    """
+    if budget_s is None:
+        return True
+    expected = statistics.fmean(round_seconds) if round_seconds else 0.0
+    return elapsed_s + expected <= budget_s
+
+
 def _collect(cfg: Config, round_: int, workdir: str | os.PathLike, farm: dict | None) -> dict:
     from distrl_tasks.stages import collect
 
     address = {"adb_host": farm["host"], "adb_port": farm["port"]} if farm else {}
     return collect.run(cfg, round=round_, workdir=workdir, **address)
+
+
+def _timed_collect(
+    cfg: Config, round_: int, workdir: str | os.PathLike, farm: dict | None, t0: float
+) -> tuple[dict, float]:
+    """The collect manifest and when it finished (seconds since ``t0``)."""
+    manifest = _collect(cfg, round_, workdir, farm)
+    return manifest, time.perf_counter() - t0
 
 
 def _learn(cfg: Config, result: RoundResult, workdir: str | os.PathLike) -> None:
@@ -86,28 +127,53 @@ def run_rounds(
     rounds: int | None = None,
     first_round: int = 1,
     on_round: Callable[[RoundResult], None] | None = None,
+    budget_s: float | None = None,
+    on_collect: CollectCallback | None = None,
 ) -> list[RoundResult]:
     """Bootstrap if needed, then run ``rounds`` rounds (default ``orchestration.rounds``).
 
     Rounds already finished (their stage manifests exist) are returned without redoing work.
+
+    Args:
+        cfg: the configuration (``orchestration.asynchronous`` picks the mode).
+        workdir: project working directory.
+        rounds: at most this many rounds (default ``orchestration.rounds``).
+        first_round: number of the first round.
+        on_round: called with each finished round.
+        budget_s: wall-clock budget in seconds, counted from when the farm is up: no round is
+            learned once :func:`budget_allows` expects it to end past the budget (None: none).
+        on_collect: called in the calling thread as ``on_collect(round, manifest, finished_s)``
+            for every finished collection, ``finished_s`` being when it finished (seconds since
+            the rounds started), including a last asynchronous one that is never learned.
     """
     from distrl_tasks.stages import bootstrap, farm
 
     n = rounds if rounds is not None else cfg.orchestration.rounds
     if n < 1:
         raise ValueError(f"rounds must be >= 1, got {n}")
+    if budget_s is not None and not budget_s > 0:
+        raise ValueError(f"budget_s must be > 0, got {budget_s}")
     bootstrap.run(cfg, workdir=workdir)
     results: list[RoundResult] = []
     record = farm.start(cfg, workdir=workdir)
     try:
         if cfg.orchestration.asynchronous:
-            results = _async_rounds(cfg, workdir, record, first_round, n, on_round)
+            results = _async_rounds(
+                cfg, workdir, record, first_round, n, on_round, budget_s, on_collect
+            )
         else:
+            t0 = time.perf_counter()
             for r in range(first_round, first_round + n):
                 start = time.perf_counter()
-                result = RoundResult(r, collect=_collect(cfg, r, workdir, record))
+                if not budget_allows(start - t0, budget_s, [x.seconds for x in results]):
+                    break
+                manifest, collected_s = _timed_collect(cfg, r, workdir, record, t0)
+                if on_collect:
+                    on_collect(r, manifest, collected_s)
+                result = RoundResult(r, collect=manifest, collected_s=collected_s)
                 _learn(cfg, result, workdir)
-                result.seconds = time.perf_counter() - start
+                now = time.perf_counter()
+                result.seconds, result.finished_s = now - start, now - t0
                 results.append(result)
                 if on_round:
                     on_round(result)
@@ -123,21 +189,37 @@ def _async_rounds(
     first: int,
     n: int,
     on_round: Callable[[RoundResult], None] | None,
+    budget_s: float | None = None,
+    on_collect: CollectCallback | None = None,
 ) -> list[RoundResult]:
     results: list[RoundResult] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="actor") as actor:
-        start = time.perf_counter()
-        pending: Future = actor.submit(_collect, cfg, first, workdir, record)
+        t0 = start = time.perf_counter()
+        pending: Future | None = actor.submit(_timed_collect, cfg, first, workdir, record, t0)
         for r in range(first, first + n):
-            result = RoundResult(r, collect=pending.result())
-            if r + 1 < first + n:  # the actors go on with the next round right away
-                pending = actor.submit(_collect, cfg, r + 1, workdir, record)
+            if pending is None:
+                break
+            manifest, collected_s = pending.result()
+            if on_collect:
+                on_collect(r, manifest, collected_s)
+            result = RoundResult(r, collect=manifest, collected_s=collected_s)
+            pending = None
+            if r + 1 < first + n and budget_allows(time.perf_counter() - t0, budget_s):
+                # the actors go on with the next round right away, while time is left
+                pending = actor.submit(_timed_collect, cfg, r + 1, workdir, record, t0)
             _learn(cfg, result, workdir)
             now = time.perf_counter()
-            result.seconds, start = now - start, now
+            result.seconds, result.finished_s, start = now - start, now - t0, now
             results.append(result)
             if on_round:
                 on_round(result)
+            if pending is not None and not budget_allows(
+                now - t0, budget_s, [x.seconds for x in results]
+            ):
+                manifest, collected_s = pending.result()  # collected in time, never learned
+                if on_collect:
+                    on_collect(r + 1, manifest, collected_s)
+                break
     return results
 
 

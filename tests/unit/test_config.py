@@ -93,5 +93,5 @@ def test_exponent_without_dot_is_a_number_but_words_are_not() -> None:
     # YAML 1.1 reads "1e-5" as a string; a float field accepts it, a word is still an error.
     assert load_config(None, ["algorithm.lm_lr=1e-5"]).algorithm.lm_lr == 1e-5
     assert load_config(None, {"algorithm.critic_lr": "3E-4"}).algorithm.critic_lr == 3e-4
-    with pytest.raises(ConfigError, match="algorithm.lm_lr: expected a number"):
+    with pytest.raises(ConfigError, match=r"algorithm\.lm_lr: expected a number"):
         load_config(None, ["algorithm.lm_lr=fast"])

@@ -1,0 +1,137 @@
+"""`distrl bench learning`: the learning benchmark from the command line.
+
+``benchmarks/learning.py`` takes the same flags (it builds its parser with
+:func:`add_learning_arguments` and runs :func:`run_learning`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from distrl_tasks.config import ConfigError, parse_override
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def add_learning_arguments(p: argparse.ArgumentParser) -> None:
+    """The benchmark's flags (defaults: the full preset, or the smoke preset with --smoke)."""
+    p.add_argument(
+        "--smoke", action="store_true", help="tiny settings that check the machinery (minutes)"
+    )
+    p.add_argument("--budget-s", type=float, help="wall-clock budget per run, seconds")
+    p.add_argument("--seeds", type=int, help="number of seeds (seeds 0..N-1)")
+    p.add_argument("--task-sets", type=_csv, help="comma-separated: general,webshop")
+    p.add_argument("--methods", type=_csv, help="comma-separated: distrl,digirl,filtered_bc")
+    p.add_argument("--devices", type=int, help="simulated devices per run")
+    p.add_argument("--time-scale", type=float, help="latency model time scale (e.g. 0.1)")
+    p.add_argument("--eval-test", type=int, help="final evaluation: first N test tasks")
+    p.add_argument("--eval-train", type=int, help="final evaluation: N sampled train tasks")
+    p.add_argument("--threads", type=int, help="torch threads (default 1, the same for all)")
+    p.add_argument(
+        "--workdir", default="runs/learning-bench", help="where runs, caches and MLflow live"
+    )
+    p.add_argument(
+        "--results-file", default="benchmarks/RESULTS.md", help="markdown file to update"
+    )
+    p.add_argument("--plots-dir", default="benchmarks/plots", help="where the PNGs go")
+    p.add_argument("--no-results", action="store_true", help="do not write the results file")
+    p.add_argument(
+        "--fresh", action="store_true", help="discard cached runs in --workdir and start over"
+    )
+    p.add_argument("--config", help="base YAML config (default: ./params.yaml if present)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help="config override for every run, e.g. --set algorithm.actor_epochs=10 (repeatable)",
+    )
+
+
+def settings_from_args(args: argparse.Namespace):
+    """The preset (full, or smoke with --smoke) with the flags given applied."""
+    from distrl_tasks.learning_bench import LearningBenchSettings
+
+    base = LearningBenchSettings.smoke() if args.smoke else LearningBenchSettings.full()
+    changes: dict = {}
+    for flag, name in (
+        ("budget_s", "budget_s"),
+        ("task_sets", "task_sets"),
+        ("methods", "methods"),
+        ("devices", "devices"),
+        ("time_scale", "time_scale"),
+        ("eval_test", "eval_test"),
+        ("eval_train", "eval_train"),
+        ("threads", "threads"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            changes[name] = value
+    if args.seeds is not None:
+        if args.seeds < 1:
+            raise ConfigError(f"--seeds: must be >= 1, got {args.seeds}")
+        changes["seeds"] = tuple(range(args.seeds))
+    if args.overrides:
+        changes["overrides"] = {**base.overrides, **dict(map(parse_override, args.overrides))}
+    if changes:
+        changes["preset"] = f"{base.preset}+flags"
+    config = args.config or ("params.yaml" if Path("params.yaml").is_file() else None)
+    changes["config"] = config
+    try:
+        return dataclasses.replace(base, **changes)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
+    """Run the benchmark the parsed flags describe; prints progress and the table."""
+    from distrl_tasks.learning_bench import run_benchmark
+
+    settings = settings_from_args(args)
+    run_benchmark(
+        settings,
+        workdir=args.workdir,
+        results_file=None if args.no_results else args.results_file,
+        plots_dir=args.plots_dir,
+        command=command or shlex.join(["distrl", *sys.argv[1:]]),
+        fresh=args.fresh,
+        log=lambda line: print(line, flush=True),
+    )
+    return 0
+
+
+def add_bench_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``distrl bench learning`` on the top-level parser."""
+    bench = sub.add_parser("bench", help="benchmarks measured end to end on the pipeline")
+    benchsub = bench.add_subparsers(dest="bench_command", required=True, metavar="{learning}")
+    learning = benchsub.add_parser(
+        "learning",
+        help="Table 1 on the simulator: DistRL (async) vs DigiRL and Filtered BC (sync)",
+        description="SFT bootstrap per task set, then every method and seed for the same "
+        "wall-clock budget; writes the table, plots, MLflow runs and a RESULTS.md section.",
+    )
+    add_learning_arguments(learning)
+    learning.set_defaults(func=lambda args: run_learning(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``benchmarks/learning.py``."""
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/learning.py", description="The learning benchmark (Table 1)."
+    )
+    add_learning_arguments(parser)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    try:
+        return run_learning(args, shlex.join(["python", "benchmarks/learning.py", *argv]))
+    except ConfigError as exc:
+        print(f"learning benchmark: config error: {exc}", file=sys.stderr)
+        return 2

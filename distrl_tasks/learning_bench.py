@@ -1,0 +1,491 @@
+"""The learning benchmark: a Table 1 on the simulator, asynchronous vs synchronous RL.
+
+Per task set (AitW General, WebShop): the SFT bootstrap runs once (the same policy for every
+method and seed; its evaluation is the table's SFT row). Per method and seed, a fresh project
+whose MLflow registry holds that checkpoint as version 1 (``behavior``, ``champion``) runs
+:func:`~distrl_tasks.pipeline.run_rounds` for the same wall-clock budget, counted from its farm
+being up: DistRL = ``distrl`` with asynchronous rounds; DigiRL = ``digirl`` and Filtered BC =
+``filtered_bc`` with synchronous rounds. Each round is evaluated on the first
+``round_eval_tasks`` test tasks (the curves). The policy evaluated at the end is the last one
+registered within the budget (SFT's if none): the first ``eval_test`` test tasks in file order
+and ``eval_train`` train tasks sampled with seed 0; greedy, oracle verdicts.
+
+Fairness: every method gets the same budget, devices, latency model, episodes per round, SFT
+policy, evaluation and the config's hyperparameters, untuned. The seed is ``sim.seed``. The
+emulator-calibrated latency model (time-scaled) is on during the rounds, off for the bootstrap
+and the final evaluations (latency changes no verdict, only time).
+
+Outputs: the table, a per-run table and the targets; PNG curves; a ``benchmarks/RESULTS.md``
+section between ``<!-- learning-benchmark:start/end -->``; MLflow in ``<workdir>/runs/mlflow.db``
+(experiment ``learning-bench``): a parent run per invocation, a nested run per (method, task set,
+seed) with per-round metrics (step = round) and final metrics; the parent holds the artifacts.
+Finished runs are cached per run directory (named by a hash of its settings): an interrupted
+benchmark resumes; ``fresh=True`` starts over (do that after changing the code).
+
+Duration on the 2-core machine. Smoke preset (measured): ~2 min (bootstrap ~25 s, ~20 s budget
++ ~5 s final evaluation per run). Full preset (estimated from the smoke's per-stage timings and
+benchmarks/RESULTS.md: a round of 16 episodes + 20 learner steps at ~0.23 steps/s + 24-task
+evaluation ≈ 2.5 min, so ~4 rounds per run): 18 runs x (600 s budget + ~1 min overshoot +
+4-8 min final evaluation of 192 episodes) + 2 bootstraps of ~8 min ≈ 5-6 hours. One seed on
+General only (``--seeds 1 --task-sets general``) takes ~1 hour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distrl_tasks.config import Config, load_config
+from distrl_tasks.learning_report import (
+    METHOD_LABELS,
+    RoundPoint,
+    RunRecord,
+    describe_settings,
+    evaluate_targets,
+    machine_info,
+    plot_curves,
+    replace_section,
+    results_section,
+    results_table,
+    run_details_table,
+)
+
+METHODS: dict[str, dict[str, Any]] = {
+    "distrl": {"algorithm.name": "distrl", "orchestration.asynchronous": True},
+    "digirl": {"algorithm.name": "digirl", "orchestration.asynchronous": False},
+    "filtered_bc": {"algorithm.name": "filtered_bc", "orchestration.asynchronous": False},
+}
+MAX_ROUNDS = 100_000  # the budget, not a round count, ends a run
+EXPERIMENT = "learning-bench"
+RECORD_FILE = "bench_record.json"
+
+
+@dataclass(frozen=True)
+class LearningBenchSettings:
+    """What one benchmark invocation runs (every method gets exactly the same)."""
+
+    methods: tuple[str, ...] = ("distrl", "digirl", "filtered_bc")
+    task_sets: tuple[str, ...] = ("general", "webshop")
+    seeds: tuple[int, ...] = (0, 1, 2)
+    budget_s: float = 600.0  # wall clock per run, from the farm being up
+    devices: int = 8  # simulated devices (orchestration.devices_per_worker, one worker)
+    time_scale: float = 0.1  # sim.latency.time_scale (0.1: ten times faster than emulators)
+    episodes_per_device: int = 2  # episodes per device per collection round
+    round_eval_tasks: int = 24  # per-round evaluation: first N test tasks
+    eval_test: int = 96  # final evaluation: first N test tasks in file order (papers: 96)
+    eval_train: int = 96  # final evaluation: seeded sample of N train tasks
+    sft_episodes_per_device: int | None = None  # bootstrap demos per device (None: config)
+    sft_steps: int | None = None  # bootstrap SFT steps (None: agent.sft_steps)
+    horizon: int | None = None  # step budget of every episode (None: config's 10/20, papers')
+    threads: int = 1  # torch threads (2 fight each other and the actor thread on 2 shared cores)
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # config keys, for every run
+    config: str | None = None  # base YAML config (None: the built-in defaults)
+    preset: str = "custom"
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown or not self.methods:
+            raise ValueError(f"methods must be some of {list(METHODS)}, got {list(self.methods)}")
+        bad_sets = [t for t in self.task_sets if t not in ("general", "webshop")]
+        if bad_sets or not self.task_sets:
+            raise ValueError(f"task sets must be general and/or webshop, got {self.task_sets}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct and at least one, got {self.seeds}")
+        if not self.budget_s > 0 or not self.time_scale >= 0:
+            raise ValueError("budget_s must be > 0 and time_scale >= 0")
+        counts = (self.devices, self.episodes_per_device, self.round_eval_tasks, self.threads)
+        if min((*counts, self.eval_test, self.eval_train, self.horizon or 1)) < 1:
+            raise ValueError("devices, episodes, task counts, threads, horizon must be >= 1")
+
+    @classmethod
+    def full(cls) -> LearningBenchSettings:
+        """The benchmark as reported: 3 methods x 2 task sets x 3 seeds, 600 s each."""
+        return cls(preset="full")
+
+    @classmethod
+    def smoke(cls) -> LearningBenchSettings:
+        """Seconds-scale settings that exercise the machinery (the numbers mean nothing)."""
+        return cls(
+            task_sets=("general",),
+            seeds=(0,),
+            budget_s=20.0,
+            devices=2,
+            time_scale=0.02,
+            episodes_per_device=1,
+            round_eval_tasks=2,
+            eval_test=2,
+            eval_train=2,
+            sft_episodes_per_device=2,
+            sft_steps=10,
+            horizon=3,  # the expert solves most General goals in 3 steps without mistakes
+            overrides={
+                "agent.sft_mistake_rate": 0.0,
+                "agent.sft_vocab_size": 400,
+                "agent.max_new_tokens": 48,
+                "algorithm.actor_epochs": 2,
+                "algorithm.critic_epochs": 1,
+                "algorithm.batch_size": 2,
+            },
+            preset="smoke",
+        )
+
+    def as_params(self) -> dict[str, Any]:
+        """Flat values for MLflow params."""
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "overrides"}
+        out = {k: ",".join(map(str, v)) if isinstance(v, tuple) else v for k, v in out.items()}
+        return {**out, **{f"override.{k}": v for k, v in sorted(self.overrides.items())}}
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def run_config(
+    settings: LearningBenchSettings,
+    task_set: str,
+    *,
+    method: str = "distrl",
+    seed: int = 0,
+    latency: bool = True,
+) -> Config:
+    """The configuration of one run: the base config, the settings' overrides, then what the
+    benchmark fixes (method, task set, seed, devices, latency, round sizes, a free port and
+    the horizon if set)."""
+    fixed = {
+        **METHODS[method],
+        "env.task_set": task_set,
+        "sim.seed": seed,
+        "sim.port": 0,
+        "sim.latency.enabled": latency,
+        "sim.latency.time_scale": settings.time_scale,
+        "orchestration.workers": 1,
+        "orchestration.devices_per_worker": settings.devices,
+        "orchestration.episodes_per_device": settings.episodes_per_device,
+        "orchestration.eval_tasks": settings.round_eval_tasks,
+    }
+    if settings.horizon is not None:
+        fixed["env.horizon_general"] = fixed["env.horizon_webshop"] = settings.horizon
+    return load_config(settings.config, {**settings.overrides, **fixed})
+
+
+def _new_project(path: Path) -> None:
+    """An empty git project (the version stage commits DVC files into it, never elsewhere)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if not (path / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(path)], check=True)
+
+
+@dataclass
+class SFTPolicy:
+    """The bootstrap policy of one task set and its evaluations."""
+
+    task_set: str
+    workdir: Path
+    policy_dir: Path
+    steps: int
+    success: dict[str, float]  # train, test (final protocol) and round (per-round task list)
+    tasks_key: str  # key of the per-round task list (its registered evaluation)
+
+
+def bootstrap_sft(
+    settings: LearningBenchSettings,
+    task_set: str,
+    root: Path,
+    *,
+    log: Callable[[str], None] = print,
+) -> SFTPolicy:
+    """Bootstrap (or reuse) the task set's SFT policy and evaluate it on the final protocol."""
+    from distrl_tasks.stages import bootstrap, evaluate
+    from distrl_tasks.stages.bootstrap import SFTSettings
+
+    cfg = run_config(settings, task_set, latency=False)
+    key = _digest([cfg.to_flat_dict(), settings.sft_episodes_per_device, settings.sft_steps])
+    workdir = root / f"sft-{task_set}-{key}"
+    _new_project(workdir)
+    ag, started = cfg.agent, time.perf_counter()
+    boot = bootstrap.run(
+        cfg,
+        workdir=workdir,
+        episodes_per_device=settings.sft_episodes_per_device,
+        sft=SFTSettings(
+            steps=settings.sft_steps or ag.sft_steps, batch_size=ag.sft_batch_size, lr=ag.sft_lr
+        ),
+        eval_splits=("test",),
+        eval_tasks=settings.round_eval_tasks,
+        threads=settings.threads,
+    )
+    policy_dir = workdir / bootstrap.BOOTSTRAP_DIR / "policy"
+    success, keys = {}, {}
+    for name, split, n in (
+        ("round", "test", settings.round_eval_tasks),  # bootstrap's own evaluation: reused
+        ("test", "test", settings.eval_test),
+        ("train", "train", settings.eval_train),
+    ):
+        m = evaluate.run(
+            cfg, round=0, checkpoint_dir=policy_dir, workdir=workdir, split=split, n_tasks=n
+        )
+        success[name], keys[name] = float(m["success_rate"]), m["tasks_key"]
+    log(
+        f"[sft {task_set}] {boot.get('sft_steps')} steps on {boot.get('demos')} demo steps; "
+        f"success train {success['train']:.1%}, test {success['test']:.1%} "
+        f"({time.perf_counter() - started:.0f} s{', cached' if boot.get('skipped') else ''})"
+    )
+    steps = int(boot.get("sft_steps") or 0)
+    return SFTPolicy(task_set, workdir, policy_dir, steps, success, keys["round"])
+
+
+def seed_registry(cfg: Config, workdir: Path, sft: SFTPolicy) -> int:
+    """Register the SFT checkpoint in ``workdir``'s registry as round 0 / ``sft``, with its
+    per-round evaluation, and point ``behavior`` and ``champion`` at it (what bootstrap leaves)."""
+    from distrl_tasks.stages import common
+
+    registry = common.registry(cfg, workdir)
+    version = registry.register_checkpoint(
+        sft.policy_dir,
+        round=0,
+        algorithm="sft",
+        policy_version=0,
+        data_version="",
+        eval_success_rate=sft.success["round"],
+        eval_tasks_key=sft.tasks_key,
+        steps=sft.steps,
+        tags={"bootstrap_workdir": str(sft.workdir)},
+    )
+    registry.set_behavior(version)
+    registry.promote_if_better(version, sft.success["round"], sft.tasks_key)
+    return version
+
+
+def run_one(
+    settings: LearningBenchSettings,
+    method: str,
+    task_set: str,
+    seed: int,
+    sft: SFTPolicy,
+    root: Path,
+    *,
+    log: Callable[[str], None] = print,
+) -> RunRecord:
+    """One (method, task set, seed) run within the budget, then its final evaluation; reused
+    from ``bench_record.json`` when the same settings ran to the end before."""
+    from distrl_tasks.pipeline import RoundResult, run_rounds
+    from distrl_tasks.stages import evaluate
+
+    cfg = run_config(settings, task_set, method=method, seed=seed)
+    evals = (settings.budget_s, settings.eval_test, settings.eval_train)
+    key = _digest([cfg.to_flat_dict(), *evals, str(sft.workdir)])
+    workdir = root / f"{task_set}-{method}-s{seed}-{key}"
+    name = f"{METHOD_LABELS[method]} / {task_set} / seed {seed}"
+    if (workdir / RECORD_FILE).is_file():
+        log(f"[{name}] finished before: reusing {workdir / RECORD_FILE}")
+        return RunRecord.from_dict(json.loads((workdir / RECORD_FILE).read_text()))
+    shutil.rmtree(workdir, ignore_errors=True)  # a half run would skew the clock: start over
+    _new_project(workdir)
+    seed_registry(cfg, workdir, sft)
+    collections: list[tuple[float, int]] = []
+
+    def collected(round_: int, manifest: dict[str, Any], finished_s: float) -> None:
+        collections.append((finished_s, int(manifest.get("trajectories", 0))))
+
+    def learned(r: RoundResult) -> None:
+        log(
+            f"[{name}] round {r.round}: {r.finished_s:.0f} s, {sum(n for _, n in collections)} "
+            f"trajectories, test success {r.evaluate.get('success_rate', 0.0):.1%}"
+        )
+
+    log(f"[{name}] {settings.budget_s:.0f} s budget, {settings.devices} devices, in {workdir}")
+    started = time.perf_counter()
+    results = run_rounds(
+        cfg,
+        workdir=workdir,
+        rounds=MAX_ROUNDS,
+        budget_s=settings.budget_s,
+        on_round=learned,
+        on_collect=collected,
+    )
+    wall = time.perf_counter() - started
+    in_budget = [r for r in results if r.finished_s <= settings.budget_s]
+    final_round = in_budget[-1].round if in_budget else 0
+    checkpoint = in_budget[-1].train["checkpoint_dir"] if in_budget else sft.policy_dir
+    eval_cfg = run_config(settings, task_set, method=method, seed=seed, latency=False)
+    eval_dir = workdir if in_budget else sft.workdir  # the SFT's evaluations are cached there
+    t_eval, final = time.perf_counter(), {}
+    for split, n in (("test", settings.eval_test), ("train", settings.eval_train)):
+        m = evaluate.run(
+            eval_cfg,
+            round=final_round,
+            checkpoint_dir=checkpoint,
+            workdir=eval_dir,
+            split=split,
+            n_tasks=n,
+        )
+        final[split] = float(m["success_rate"])
+    record = RunRecord(
+        method=method,
+        task_set=task_set,
+        seed=seed,
+        budget_s=settings.budget_s,
+        final=final,
+        final_round=final_round,
+        rounds=[_point(r) for r in results],
+        collections=collections,
+        wall_s=wall,
+        eval_wall_s=time.perf_counter() - t_eval,
+    )
+    (workdir / RECORD_FILE).write_text(json.dumps(record.to_dict(), indent=2) + "\n")
+    log(
+        f"[{name}] done: {len(results)} rounds ({record.rounds_in_budget} in budget), "
+        f"evaluated round {final_round}: train {final['train']:.1%}, test {final['test']:.1%}; "
+        f"rounds {wall:.0f} s + final evaluation {record.eval_wall_s:.0f} s"
+    )
+    return record
+
+
+def _point(r: Any) -> RoundPoint:
+    trajectories, success = r.collect.get("trajectories", 0), r.evaluate.get("success_rate", 0)
+    return RoundPoint(r.round, r.finished_s, r.collected_s, int(trajectories), float(success))
+
+
+@dataclass
+class BenchResult:
+    """What :func:`run_benchmark` produced."""
+
+    records: list[RunRecord]
+    sft: dict[str, SFTPolicy]
+    table: str
+    section: str
+    plots: list[Path]
+    targets: list
+    parent_run_id: str
+    wall_s: float
+
+
+def run_benchmark(
+    settings: LearningBenchSettings,
+    *,
+    workdir: str | os.PathLike = "runs/learning-bench",
+    results_file: str | os.PathLike | None = "benchmarks/RESULTS.md",
+    plots_dir: str | os.PathLike = "benchmarks/plots",
+    command: str = "distrl bench learning",
+    fresh: bool = False,
+    log: Callable[[str], None] = print,
+) -> BenchResult:
+    """Run the benchmark; write plots, MLflow runs and (unless ``results_file`` is None) the
+    RESULTS.md section. Returns the records, the table and where everything went."""
+    import torch
+
+    from distrl_tasks.tracking.runs import KIND_TAG, Tracker
+
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    cfg = run_config(settings, settings.task_sets[0])  # a bad override fails here, not later
+    root = Path(workdir).resolve()
+    if fresh:
+        shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    started, threads = time.perf_counter(), torch.get_num_threads()
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    tracker = Tracker("sqlite:///runs/mlflow.db", EXPERIMENT, root=root)
+    parent = tracker.start_run(f"learning-bench-{settings.preset}", tags={KIND_TAG: "benchmark"})
+    torch.set_num_threads(settings.threads)
+    try:
+        parent.log_params(settings.as_params())
+        sft = {ts: bootstrap_sft(settings, ts, root, log=log) for ts in settings.task_sets}
+        records = []
+        for ts, method, seed in itertools.product(
+            settings.task_sets, settings.methods, settings.seeds
+        ):
+            tags = {KIND_TAG: "bench-run", "method": method, "task_set": ts}
+            params = {"method": method, "task_set": ts, "seed": seed, **settings.as_params()}
+            with parent.stage_run(f"{method}-{ts}-s{seed}", params=params, tags=tags) as child:
+                record = run_one(settings, method, ts, seed, sft[ts], root, log=log)
+                _log_record(child, record)
+            records.append(record)
+        sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
+        table = results_table(records, sft_cols, settings.methods)
+        targets = evaluate_targets(records, sft_cols, settings.budget_s)
+        round_sft = {ts: p.success["round"] for ts, p in sft.items()}
+        plots = plot_curves(records, round_sft, settings.methods, plots_dir, settings.budget_s)
+        wall = time.perf_counter() - started
+        section = results_section(
+            table=table,
+            details=run_details_table(records, settings.methods),
+            targets=targets,
+            plots=plots,
+            results_dir=Path(results_file).resolve().parent if results_file else plots_dir,
+            settings_lines=describe_settings(
+                settings, {ts: p.steps for ts, p in sft.items()}, cfg.algorithm
+            ),
+            machine=machine_info(),
+            date=date,
+            command=command,
+            wall_s=wall,
+        )
+        if results_file is not None:
+            path = Path(results_file)
+            text = path.read_text() if path.is_file() else "# Benchmark results\n"
+            path.write_text(replace_section(text, section))
+        _log_outputs(parent, section, records, plots)
+        parent.log_metrics({"perf/bench_wall_s": wall})
+    except Exception:
+        parent.end("FAILED")
+        raise
+    except BaseException:  # interrupted: the finished runs are cached for the next invocation
+        parent.end("KILLED")
+        raise
+    finally:
+        torch.set_num_threads(threads)
+    parent.end("FINISHED")
+    log(f"\n{table}\n")
+    for t in targets:
+        log(f"- {t.name}: {t.verdict} ({t.detail})")
+    log(f"Done in {wall / 60:.1f} min; MLflow: sqlite:///{root}/runs/mlflow.db")
+    return BenchResult(records, sft, table, section, plots, targets, parent.run_id, wall)
+
+
+def _log_record(run: Any, record: RunRecord) -> None:
+    """Per-round metrics (step = round) and the final figures of one run."""
+    cum = 0
+    for p in record.rounds:
+        cum += p.trajectories
+        metrics = {
+            "eval/success_rate": p.success,
+            "rollout/trajectories_cum": cum,
+            "perf/wall_s": p.finished_s,
+        }
+        run.log_metrics(metrics, step=p.round)
+    run.log_metrics(
+        {
+            "eval/final_test_success": record.final["test"],
+            "eval/final_train_success": record.final["train"],
+            "eval/final_round": record.final_round,
+            "perf/rounds_in_budget": record.rounds_in_budget,
+            "perf/rounds_wall_s": record.wall_s,
+            "rollout/trajectories_total": sum(n for _, n in record.collections),
+        }
+    )
+
+
+def _log_outputs(parent: Any, section: str, records: Sequence[RunRecord], plots: list) -> None:
+    with tempfile.TemporaryDirectory(prefix="learning-bench-") as tmp:
+        out = Path(tmp)
+        (out / "learning_benchmark.md").write_text(section)
+        data = [r.to_dict() for r in records]
+        (out / "records.json").write_text(json.dumps(data, indent=2) + "\n")
+        for p in plots:
+            shutil.copy(p, out / Path(p).name)
+        try:
+            parent.log_artifacts(out, "learning_benchmark")
+        except ValueError as exc:  # the secret filter refused a file: keep the results anyway
+            parent.set_tags({"artifacts_error": str(exc)[:500]})

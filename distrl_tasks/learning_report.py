@@ -1,0 +1,452 @@
+"""The learning benchmark's numbers: aggregation, the Table 1, curves, plots, RESULTS.md section.
+
+Everything here is pure (records in, text or PNG files out), so it is unit-tested on hand-built
+records; :mod:`distrl_tasks.learning_bench` produces the records.
+
+Conventions:
+
+* success rates are fractions in [0, 1] in records and percentages in tables and plots;
+* ``mean ± std`` is over seeds, ``std`` the sample standard deviation (n - 1; 0 for one seed);
+* curves are step functions of wall time since a run's rounds started: the success of the
+  newest policy evaluated by then (the SFT policy's before the first round), and the
+  trajectories of every collection finished by then.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+METHOD_LABELS = {"distrl": "DistRL", "digirl": "DigiRL", "filtered_bc": "Filtered BC"}
+TASK_SET_LABELS = {"general": "General", "webshop": "WebShop"}
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("general", "train"),
+    ("general", "test"),
+    ("webshop", "train"),
+    ("webshop", "test"),
+)
+START_MARK = "<!-- learning-benchmark:start -->"
+END_MARK = "<!-- learning-benchmark:end -->"
+SYNC_REFERENCE = "digirl"  # the synchronous method the asynchronous one is compared with
+ASYNC_METHOD = "distrl"
+GAIN_TARGET_POINTS = 25.0
+TRAJECTORY_RATIO_TARGET = 2.4
+
+
+@dataclass
+class RoundPoint:
+    """One learned round of a run, as the curves and MLflow see it."""
+
+    round: int
+    finished_s: float  # when it was registered, seconds since the rounds started
+    collected_s: float  # when its collection finished
+    trajectories: int  # trajectories its collection produced
+    success: float  # per-round evaluation (first N test tasks), in [0, 1]
+
+
+@dataclass
+class RunRecord:
+    """One (method, task set, seed) run of the benchmark."""
+
+    method: str
+    task_set: str
+    seed: int
+    budget_s: float
+    final: dict[str, float]  # {"train": rate, "test": rate} of the final policy
+    final_round: int  # round of the evaluated policy (0: no round finished in budget, SFT)
+    rounds: list[RoundPoint] = field(default_factory=list)
+    collections: list[tuple[float, int]] = field(default_factory=list)  # (finished_s, trajs)
+    wall_s: float = 0.0  # the rounds' wall time, overshoot past the budget included
+    eval_wall_s: float = 0.0  # final evaluations (not part of the budget)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        data = dict(data)
+        data["rounds"] = [RoundPoint(**r) for r in data.get("rounds", [])]
+        data["collections"] = [(float(t), int(n)) for t, n in data.get("collections", [])]
+        return cls(**data)
+
+    @property
+    def rounds_in_budget(self) -> int:
+        return sum(r.finished_s <= self.budget_s for r in self.rounds)
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value).
+
+    Raises:
+        ValueError: no values.
+    """
+    if not values:
+        raise ValueError("mean_std needs at least one value")
+    mean = statistics.fmean(values)
+    return mean, statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def format_cell(values: Sequence[float], *, std: bool = True) -> str:
+    """Success rates (fractions) as ``"mean ± std"`` percentages; ``"–"`` when empty."""
+    if not values:
+        return "–"
+    mean, sd = mean_std([100.0 * v for v in values])
+    return f"{mean:.1f} ± {sd:.1f}" if std else f"{mean:.1f}"
+
+
+def final_values(records: Iterable[RunRecord], method: str, task_set: str, split: str) -> list:
+    """The final success rates of every seed of ``method`` on one column, seed order."""
+    chosen = [r for r in records if r.method == method and r.task_set == task_set]
+    return [r.final[split] for r in sorted(chosen, key=lambda r: r.seed) if split in r.final]
+
+
+def results_table(
+    records: Sequence[RunRecord],
+    sft: Mapping[tuple[str, str], float],
+    methods: Sequence[str],
+) -> str:
+    """The papers' Table 1: SFT row, then one row per method; columns General/WebShop x
+    train/test; success % as mean ± std over seeds (``–`` where not run)."""
+    head = ["Method"] + [f"{TASK_SET_LABELS[ts]} {split}" for ts, split in COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    sft_cells = [
+        format_cell([sft[c]], std=False) if c in sft else "–"
+        for c in COLUMNS  # one SFT policy per task set: no spread to report
+    ]
+    lines.append("| SFT | " + " | ".join(sft_cells) + " |")
+    for method in methods:
+        cells = [format_cell(final_values(records, method, ts, sp)) for ts, sp in COLUMNS]
+        lines.append(f"| {METHOD_LABELS.get(method, method)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def step_at(points: Iterable[tuple[float, float]], t: float, initial: float = 0.0) -> float:
+    """Value of a right-continuous step function at ``t``: the value of the latest point whose
+    time is <= ``t`` (``initial`` before the first)."""
+    value = initial
+    for time_, v in sorted(points, key=lambda p: p[0]):
+        if time_ > t:
+            break
+        value = v
+    return value
+
+
+def cumulative(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``(time, amount)`` events as ``(time, running total)``, in time order."""
+    total, out = 0.0, []
+    for time_, amount in sorted(points, key=lambda p: p[0]):
+        total += amount
+        out.append((time_, total))
+    return out
+
+
+def trajectories_at(record: RunRecord, t: float) -> float:
+    """Trajectories of the collections of ``record`` that finished by ``t`` seconds."""
+    return step_at(cumulative(record.collections), t)
+
+
+def success_at(record: RunRecord, t: float, initial: float) -> float:
+    """Per-round evaluation success of the newest policy registered by ``t`` seconds."""
+    return step_at([(r.finished_s, r.success) for r in record.rounds], t, initial)
+
+
+def curve(
+    records: Sequence[RunRecord], grid: Sequence[float], kind: str, initial: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sample std over ``records`` of ``kind`` (``success`` or ``trajectories``) on
+    the time ``grid``."""
+    if kind not in ("success", "trajectories"):
+        raise ValueError(f"kind must be 'success' or 'trajectories', got {kind!r}")
+    rows = [
+        [success_at(r, t, initial) if kind == "success" else trajectories_at(r, t) for t in grid]
+        for r in records
+    ]
+    values = np.asarray(rows, dtype=float).reshape(len(records), len(grid))
+    std = values.std(axis=0, ddof=1) if len(records) > 1 else np.zeros(len(grid))
+    return values.mean(axis=0), std
+
+
+def plot_curves(
+    records: Sequence[RunRecord],
+    sft_round_success: Mapping[str, float],
+    methods: Sequence[str],
+    out_dir: str | os.PathLike,
+    budget_s: float,
+) -> list[Path]:
+    """Per task set: success vs wall time and trajectories vs wall time (one line per method,
+    mean over seeds, shaded ± std); returns the PNG paths."""
+    from matplotlib.figure import Figure  # no pyplot: no global state, the Agg canvas
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for task_set in sorted({r.task_set for r in records}):
+        mine = [r for r in records if r.task_set == task_set]
+        end = max([budget_s] + [p.finished_s for r in mine for p in r.rounds])
+        grid = np.linspace(0.0, end, 200)
+        initial = sft_round_success.get(task_set, 0.0)
+        for kind, ylabel in (
+            ("success", "test success (first N tasks), %"),
+            ("trajectories", "trajectories collected"),
+        ):
+            fig = Figure(figsize=(6.4, 4.0))
+            ax = fig.subplots()
+            for method in methods:
+                runs = [r for r in mine if r.method == method]
+                if not runs:
+                    continue
+                mean, std = curve(runs, grid, kind, initial)
+                scale = 100.0 if kind == "success" else 1.0
+                label = f"{METHOD_LABELS.get(method, method)} (n={len(runs)})"
+                ax.plot(grid / 60, mean * scale, label=label, drawstyle="steps-post")
+                ax.fill_between(
+                    grid / 60, (mean - std) * scale, (mean + std) * scale, alpha=0.2, step="post"
+                )
+            ax.axvline(budget_s / 60, color="grey", linestyle="--", linewidth=1, label="budget")
+            ax.set_xlabel("wall time since the rounds started, min")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{TASK_SET_LABELS.get(task_set, task_set)}: {kind} vs wall time")
+            ax.grid(alpha=0.3)
+            ax.legend(loc="best", fontsize="small")
+            fig.tight_layout()
+            path = out / f"learning_{kind}_{task_set}.png"
+            fig.savefig(path, dpi=100)
+            paths.append(path)
+    return paths
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of the issue's targets and how the run measured against it."""
+
+    name: str
+    met: bool | None  # None: not measurable with the methods/task sets that ran
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        return {True: "met", False: "not met", None: "not measured"}[self.met]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def evaluate_targets(
+    records: Sequence[RunRecord], sft: Mapping[tuple[str, str], float], budget_s: float
+) -> list[Target]:
+    """The three targets: RL gain over SFT on General test (DistRL's decides; all are shown),
+    DistRL >= DigiRL on test success at the same budget, and asynchronous trajectories at the
+    budget >= 2.4x synchronous (DistRL over DigiRL), per task set."""
+    methods = sorted({r.method for r in records}, key=lambda m: list(METHOD_LABELS).index(m))
+    task_sets = sorted({r.task_set for r in records})
+    out = []
+
+    base = sft.get(("general", "test"))
+    gains = {}
+    for m in methods:
+        mean = _mean(final_values(records, m, "general", "test"))
+        if mean is not None and base is not None:
+            gains[m] = 100.0 * (mean - base)
+    detail = ", ".join(f"{METHOD_LABELS[m]} {g:+.1f}" for m, g in gains.items()) or "–"
+    met = gains[ASYNC_METHOD] >= GAIN_TARGET_POINTS if ASYNC_METHOD in gains else None
+    out.append(
+        Target(
+            f"RL raises General test success by >= {GAIN_TARGET_POINTS:.0f} points over SFT",
+            met,
+            f"points over SFT ({100 * base:.1f}%): {detail}" if base is not None else detail,
+        )
+    )
+
+    verdicts, parts = [], []
+    for ts in task_sets:
+        a = _mean(final_values(records, ASYNC_METHOD, ts, "test"))
+        s = _mean(final_values(records, SYNC_REFERENCE, ts, "test"))
+        if a is not None and s is not None:
+            verdicts.append(a >= s)
+            parts.append(f"{TASK_SET_LABELS[ts]} test {100 * a:.1f}% vs {100 * s:.1f}%")
+    out.append(
+        Target(
+            "DistRL's success at equal wall time >= DigiRL's",
+            all(verdicts) if verdicts else None,
+            "; ".join(parts) or "–",
+        )
+    )
+
+    verdicts, parts = [], []
+    for ts in task_sets:
+        counts = {
+            m: _mean(
+                [trajectories_at(r, budget_s) for r in records if (r.method, r.task_set) == (m, ts)]
+            )
+            for m in methods
+        }
+        a, s = counts.get(ASYNC_METHOD), counts.get(SYNC_REFERENCE)
+        if a is not None and s:
+            verdicts.append(a / s >= TRAJECTORY_RATIO_TARGET)
+            others = ", ".join(f"{METHOD_LABELS[m]} {c:.0f}" for m, c in counts.items() if c)
+            parts.append(f"{TASK_SET_LABELS[ts]}: {a / s:.2f}x ({others})")
+    out.append(
+        Target(
+            f"asynchronous collection gathers >= {TRAJECTORY_RATIO_TARGET}x the trajectories of "
+            "synchronous collection in the same time",
+            all(verdicts) if verdicts else None,
+            "trajectories at the budget, mean over seeds: " + ("; ".join(parts) or "–"),
+        )
+    )
+    return out
+
+
+def run_details_table(records: Sequence[RunRecord], methods: Sequence[str]) -> str:
+    """Per method and task set: rounds learned within the budget, trajectories collected by the
+    budget, round of the evaluated policy, wall time of the rounds (means over seeds)."""
+    lines = [
+        "| Method | Task set | Seeds | Rounds in budget | Trajectories by budget | "
+        "Evaluated round | Rounds wall (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for ts in sorted({r.task_set for r in records}):
+        for m in methods:
+            runs = [r for r in records if (r.method, r.task_set) == (m, ts)]
+            if not runs:
+                continue
+            rounds = mean_std([r.rounds_in_budget for r in runs])
+            trajs = mean_std([trajectories_at(r, r.budget_s) for r in runs])
+            walls = mean_std([r.wall_s for r in runs])
+            finals = ", ".join(str(r.final_round) for r in sorted(runs, key=lambda r: r.seed))
+            lines.append(
+                f"| {METHOD_LABELS.get(m, m)} | {TASK_SET_LABELS.get(ts, ts)} | {len(runs)} | "
+                f"{rounds[0]:.1f} ± {rounds[1]:.1f} | {trajs[0]:.0f} ± {trajs[1]:.0f} | "
+                f"{finals} | {walls[0]:.0f} ± {walls[1]:.0f} |"
+            )
+    return "\n".join(lines)
+
+
+def replace_section(text: str, section: str) -> str:
+    """``text`` with the block between the benchmark markers replaced by ``section`` (which
+    carries the markers), or ``section`` appended when the markers are absent."""
+    if not section.startswith(START_MARK) or not section.rstrip().endswith(END_MARK):
+        raise ValueError("the section must start and end with the learning-benchmark markers")
+    start, end = text.find(START_MARK), text.find(END_MARK)
+    if start != -1 and end > start:
+        return text[:start] + section.rstrip() + text[end + len(END_MARK) :]
+    head = text.rstrip("\n") + "\n\n" if text.strip() else ""
+    return head + section.rstrip() + "\n"
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU count, CPU model (``/proc/cpuinfo``), Python and torch versions."""
+    import platform
+
+    model = platform.processor() or "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    try:
+        import torch
+
+        torch_version = torch.__version__
+    except ImportError:  # pragma: no cover - torch is a dependency of the benchmark
+        torch_version = "-"
+    return {
+        "nproc": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "torch": torch_version,
+    }
+
+
+def describe_settings(s: Any, sft_steps: Mapping[str, int], algorithm: Any) -> list[str]:
+    """The settings lines of the RESULTS.md section.
+
+    Args:
+        s: the benchmark settings (:class:`~distrl_tasks.learning_bench.LearningBenchSettings`).
+        sft_steps: SFT optimizer steps of each task set's bootstrap policy.
+        algorithm: the runs' ``algorithm`` config section (the same for every method).
+    """
+    a = algorithm
+    steps = ", ".join(f"{ts} {n}" for ts, n in sft_steps.items())
+    overrides = ", ".join(f"`{k}={v}`" for k, v in sorted(s.overrides.items())) or "none"
+    return [
+        f"preset `{s.preset}`; methods {', '.join(METHOD_LABELS[m] for m in s.methods)}; task "
+        f"sets {', '.join(s.task_sets)}; seeds {', '.join(map(str, s.seeds))} (`sim.seed`); "
+        f"{s.threads} torch thread(s)",
+        f"budget {s.budget_s:.0f} s of wall clock per run, from the run's device farm being up "
+        "(a round is learned while it is expected to end in time; the evaluated policy is the "
+        "last one registered within the budget, the SFT policy if none)",
+        f"{s.devices} simulated devices, {s.episodes_per_device} episodes per device per round, "
+        f"emulator-calibrated latency x {s.time_scale} during the rounds, faults off",
+        f"per-round evaluation: first {s.round_eval_tasks} test tasks; final: first "
+        f"{s.eval_test} test tasks in file order, {s.eval_train} train tasks sampled with seed "
+        "0; greedy decoding, oracle verdicts, latency off",
+        f"SFT: one bootstrap policy per task set, shared by all methods and seeds (SFT steps: "
+        f"{steps})",
+        "methods: DistRL = `distrl` with asynchronous rounds (async collection overlapped with "
+        "learning, actors one round ahead); DigiRL = `digirl` and Filtered BC = `filtered_bc` "
+        "with synchronous rounds (lockstep collection, then learning); hyperparameters are the "
+        f"config's, untuned and the same for all (actor_epochs {a.actor_epochs}, critic_epochs "
+        f"{a.critic_epochs}, batch_size {a.batch_size}, lm_lr {a.lm_lr}, gamma {a.gamma}, "
+        f"filter_top_fraction {a.filter_top_fraction} for DigiRL and Filtered BC)",
+        f"config overrides for every run: {overrides}",
+    ]
+
+
+def format_minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
+
+
+def results_section(
+    *,
+    table: str,
+    details: str,
+    targets: Sequence[Target],
+    plots: Sequence[Path],
+    results_dir: str | os.PathLike,
+    settings_lines: Sequence[str],
+    machine: Mapping[str, Any],
+    date: str,
+    command: str,
+    wall_s: float,
+) -> str:
+    """The RESULTS.md block (markers included) for one benchmark invocation."""
+    rel = [Path(os.path.relpath(p, results_dir)).as_posix() for p in plots]
+    lines = [
+        START_MARK,
+        "## Learning benchmark: asynchronous vs synchronous RL (a Table 1 on the simulator)",
+        "",
+        f"Command: `{command}`. Date: {date}. Machine: `nproc` = {machine['nproc']}, "
+        f"`{machine['cpu']}`, Python {machine['python']}, torch {machine['torch']}. "
+        f"Wall time of the whole command: {format_minutes(wall_s)}.",
+        "",
+        "Settings:",
+        *[f"- {line}" for line in settings_lines],
+        "",
+        "Success rate (%), final policy of each run, mean ± std over seeds "
+        "(test: first tasks of the file in order; train: a seeded sample, the same for all):",
+        "",
+        table,
+        "",
+        "Runs:",
+        "",
+        details,
+        "",
+        "Targets:",
+        *[f"- {t.name}: **{t.verdict}** — {t.detail}" for t in targets],
+        "",
+        "Plots: " + ", ".join(f"[{Path(p).name}]({p})" for p in rel),
+        "",
+        *[f"![{Path(p).stem}]({p})" for p in rel],
+        END_MARK,
+    ]
+    return "\n".join(lines) + "\n"

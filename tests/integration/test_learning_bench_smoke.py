@@ -1,0 +1,102 @@
+"""The learning benchmark's machinery end to end on the smoke preset (not its numbers).
+
+A real SFT bootstrap, three methods' runs through the pipeline on a simulator farm, the final
+evaluations, the table, the PNGs, MLflow's store and the RESULTS.md section (in a temporary copy
+of the real file, never the file itself).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from distrl_tasks import learning_report as rep
+from distrl_tasks.learning_bench import EXPERIMENT, LearningBenchSettings, run_benchmark
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_path) -> None:
+    from mlflow import MlflowClient
+
+    results = tmp_path / "RESULTS.md"
+    shutil.copy(ROOT / "benchmarks" / "RESULTS.md", results)
+    before = results.read_text()
+    settings = LearningBenchSettings.smoke()
+    lines: list[str] = []
+    kwargs = dict(
+        workdir=tmp_path / "bench",
+        results_file=results,
+        plots_dir=tmp_path / "plots",
+        command="distrl bench learning --smoke",
+        log=lines.append,
+    )
+    started = time.perf_counter()
+    out = run_benchmark(settings, **kwargs)
+    first_s = time.perf_counter() - started
+
+    # the table: papers' Table 1 shape, SFT row + 3 methods, 4 columns, percentages
+    rows = [line for line in out.table.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| Method | General train | General test | WebShop train | WebShop test |"
+    assert [r.split("|")[1].strip() for r in rows[1:]] == ["SFT", "DistRL", "DigiRL", "Filtered BC"]
+    for row in rows[1:]:
+        cells = [c.strip() for c in row.split("|")[2:-1]]
+        assert len(cells) == 4
+        for cell in cells[:2]:  # General was run
+            values = [float(v) for v in re.findall(r"\d+\.\d", cell)]
+            assert values and all(0.0 <= v <= 100.0 for v in values), row
+        assert cells[2:] == ["–", "–"]  # WebShop was not run by the smoke preset
+    assert len(out.records) == 3 and {r.method for r in out.records} == set(settings.methods)
+    for r in out.records:
+        assert r.rounds and r.collections and set(r.final) == {"train", "test"}
+        assert all(0.0 <= v <= 1.0 for v in r.final.values())
+    assert [t.verdict for t in out.targets][2] != "not measured"  # DistRL and DigiRL both ran
+
+    # PNGs
+    names = sorted(p.name for p in out.plots)
+    assert names == ["learning_success_general.png", "learning_trajectories_general.png"]
+    for p in out.plots:
+        with Image.open(p) as img:
+            img.verify()
+            assert img.format == "PNG"
+
+    # MLflow: one parent run, one nested run per (method, task set, seed) with metrics
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'bench' / 'runs' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    parent = client.get_run(out.parent_run_id)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["budget_s"] == str(settings.budget_s)
+    children = client.search_runs(
+        [exp.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{out.parent_run_id}'"
+    )
+    assert sorted(c.data.tags["method"] for c in children) == sorted(settings.methods)
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert {"eval/final_test_success", "eval/success_rate", "perf/wall_s"} <= set(
+            child.data.metrics
+        )
+        history = client.get_metric_history(child.info.run_id, "rollout/trajectories_cum")
+        assert [m.step for m in history] == list(range(1, len(history) + 1))
+    artifacts = {a.path for a in client.list_artifacts(out.parent_run_id, "learning_benchmark")}
+    assert "learning_benchmark/records.json" in artifacts
+    assert "learning_benchmark/learning_success_general.png" in artifacts
+
+    # RESULTS.md: the section added to the copy, the rest untouched
+    text = results.read_text()
+    assert text.startswith(before.rstrip("\n"))
+    assert text.count(rep.START_MARK) == 1 and out.table in text
+    assert "`nproc` =" in text and "Targets:" in text
+
+    # a second invocation reuses the finished runs and replaces the section, not duplicates it
+    again = run_benchmark(settings, **kwargs)
+    assert [r.to_dict() for r in again.records] == [r.to_dict() for r in out.records]
+    text = results.read_text()
+    assert text.count(rep.START_MARK) == 1 and text.count(rep.END_MARK) == 1
+    assert any("finished before: reusing" in line for line in lines)
+    print(f"smoke benchmark: {first_s:.0f} s, second invocation {again.wall_s:.0f} s")

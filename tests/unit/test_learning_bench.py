@@ -1,0 +1,206 @@
+"""The learning benchmark's pure parts against hand-computed values."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+from PIL import Image
+
+from distrl_tasks import learning_report as rep
+from distrl_tasks.learning_bench import LearningBenchSettings, run_config
+from distrl_tasks.learning_report import RoundPoint, RunRecord
+
+
+def record(method: str, seed: int, test: float, train: float = 0.0, **kw) -> RunRecord:
+    return RunRecord(
+        method=method,
+        task_set=kw.pop("task_set", "general"),
+        seed=seed,
+        budget_s=kw.pop("budget_s", 100.0),
+        final={"train": train, "test": test},
+        final_round=kw.pop("final_round", 1),
+        **kw,
+    )
+
+
+def test_mean_std_is_the_sample_standard_deviation() -> None:
+    mean, std = rep.mean_std([0.2, 0.4, 0.6])
+    assert mean == pytest.approx(0.4) and std == pytest.approx(0.2)  # sqrt(0.08 / 2)
+    assert rep.mean_std([0.7]) == (0.7, 0.0)
+    with pytest.raises(ValueError):
+        rep.mean_std([])
+
+
+def test_format_cell_in_percent() -> None:
+    assert rep.format_cell([0.25, 0.75]) == "50.0 ± 35.4"  # sd of 25, 75 = 25 * sqrt(2)
+    assert rep.format_cell([0.125], std=False) == "12.5"
+    assert rep.format_cell([]) == "–"
+
+
+def test_results_table_has_the_papers_shape() -> None:
+    records = [
+        record("distrl", 0, test=0.50, train=0.60),
+        record("distrl", 1, test=0.30, train=0.40),
+        record("digirl", 0, test=0.25, train=0.25),
+        record("digirl", 0, test=0.10, train=0.20, task_set="webshop"),
+    ]
+    sft = {("general", "train"): 0.1, ("general", "test"): 0.05, ("webshop", "test"): 0.0}
+    lines = rep.results_table(records, sft, ["distrl", "digirl", "filtered_bc"]).splitlines()
+    assert lines[0] == ("| Method | General train | General test | WebShop train | WebShop test |")
+    assert lines[1] == "|---|---|---|---|---|"
+    assert lines[2] == "| SFT | 10.0 | 5.0 | – | 0.0 |"
+    assert lines[3] == "| DistRL | 50.0 ± 14.1 | 40.0 ± 14.1 | – | – |"
+    assert lines[4] == "| DigiRL | 25.0 ± 0.0 | 25.0 ± 0.0 | 20.0 ± 0.0 | 10.0 ± 0.0 |"
+    assert lines[5] == "| Filtered BC | – | – | – | – |"
+
+
+def test_step_functions_and_cumulative_counts() -> None:
+    points = [(10.0, 0.5), (0.0, 0.1), (20.0, 0.9)]
+    assert rep.step_at(points, -1.0, initial=0.05) == 0.05
+    assert rep.step_at(points, 0.0) == 0.1
+    assert rep.step_at(points, 19.9) == 0.5
+    assert rep.step_at(points, 20.0) == 0.9
+    assert rep.cumulative([(5.0, 4), (1.0, 2), (9.0, 4)]) == [(1.0, 2.0), (5.0, 6.0), (9.0, 10.0)]
+    r = record("distrl", 0, 0.0, collections=[(5.0, 4), (1.0, 2), (120.0, 4)])
+    assert rep.trajectories_at(r, 0.5) == 0 and rep.trajectories_at(r, 100.0) == 6
+
+
+def test_curves_average_over_seeds() -> None:
+    a = record("distrl", 0, 0, rounds=[RoundPoint(1, 10.0, 5.0, 4, 0.5)])
+    b = record("distrl", 1, 0, rounds=[RoundPoint(1, 20.0, 5.0, 4, 0.3)])
+    mean, std = rep.curve([a, b], [0.0, 10.0, 20.0], "success", initial=0.1)
+    assert mean.tolist() == pytest.approx([0.1, 0.3, 0.4])  # (0.5+0.1)/2, (0.5+0.3)/2
+    assert std.tolist() == pytest.approx([0.0, math.sqrt(0.08), math.sqrt(0.02)])
+    one, zero = rep.curve([a], [0.0, 10.0], "success")
+    assert one.tolist() == [0.0, 0.5] and zero.tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError):
+        rep.curve([a], [0.0], "loss")
+
+
+def test_rounds_in_budget_and_json_round_trip() -> None:
+    r = record(
+        "digirl",
+        2,
+        0.25,
+        rounds=[RoundPoint(1, 50.0, 20.0, 8, 0.0), RoundPoint(2, 120.0, 70.0, 8, 0.25)],
+        collections=[(20.0, 8), (70.0, 8)],
+    )
+    assert r.rounds_in_budget == 1
+    assert RunRecord.from_dict(r.to_dict()) == r
+
+
+def test_targets_by_hand() -> None:
+    def run(method: str, seed: int, test: float, trajectories: int) -> RunRecord:
+        return record(method, seed, test, collections=[(50.0, trajectories), (150.0, 99)])
+
+    records = [
+        run("distrl", 0, 0.40, 30),
+        run("distrl", 1, 0.30, 20),  # mean 0.35, 25 trajectories by the budget
+        run("digirl", 0, 0.20, 10),
+        run("filtered_bc", 0, 0.50, 10),
+    ]
+    gain, equal_time, ratio = rep.evaluate_targets(records, {("general", "test"): 0.05}, 100.0)
+    assert gain.met is True and "DistRL +30.0" in gain.detail and "DigiRL +15.0" in gain.detail
+    assert equal_time.met is True and "35.0% vs 20.0%" in equal_time.detail
+    assert ratio.met is True and "2.50x" in ratio.detail
+    worse = [run("distrl", 0, 0.10, 20), run("digirl", 0, 0.20, 10)]
+    gain, equal_time, ratio = rep.evaluate_targets(worse, {("general", "test"): 0.05}, 100.0)
+    assert (gain.met, equal_time.met, ratio.met) == (False, False, False)
+    assert "2.00x" in ratio.detail
+    only = rep.evaluate_targets([run("digirl", 0, 0.2, 10)], {}, 100.0)
+    assert [t.met for t in only] == [None, None, None]
+    assert only[0].verdict == "not measured"
+
+
+def section(body: str) -> str:
+    return f"{rep.START_MARK}\n{body}\n{rep.END_MARK}\n"
+
+
+def test_results_section_is_appended_then_replaced_in_place() -> None:
+    original = "# Benchmark results\n\n## Other\n\ntext\n"
+    once = rep.replace_section(original, section("first"))
+    assert once == original + "\n" + section("first")
+    twice = rep.replace_section(once, section("second"))
+    assert twice.count(rep.START_MARK) == 1 and twice.count(rep.END_MARK) == 1
+    assert "first" not in twice and twice == original + "\n" + section("second")
+    middle = "# R\n\n" + section("old") + "\n## After\n\nkept\n"
+    assert rep.replace_section(middle, section("new")) == (
+        "# R\n\n" + section("new") + "\n## After\n\nkept\n"
+    )
+    assert rep.replace_section("", section("x")) == section("x")
+    with pytest.raises(ValueError):
+        rep.replace_section(original, "no markers")
+
+
+def test_results_section_and_plots(tmp_path) -> None:
+    runs = [
+        record(
+            method,
+            seed,
+            0.1,
+            rounds=[RoundPoint(1, 40.0, 10.0, 4, 0.25), RoundPoint(2, 90.0, 60.0, 4, 0.5)],
+            collections=[(10.0, 4), (60.0, 4)],
+        )
+        for method in ("distrl", "digirl")
+        for seed in (0, 1)
+    ]
+    plots = rep.plot_curves(runs, {"general": 0.0}, ["distrl", "digirl"], tmp_path / "p", 100.0)
+    assert sorted(p.name for p in plots) == [
+        "learning_success_general.png",
+        "learning_trajectories_general.png",
+    ]
+    for p in plots:
+        with Image.open(p) as img:
+            img.verify()
+    text = rep.results_section(
+        table="TABLE",
+        details=rep.run_details_table(runs, ["distrl", "digirl"]),
+        targets=rep.evaluate_targets(runs, {("general", "test"): 0.0}, 100.0),
+        plots=plots,
+        results_dir=tmp_path,
+        settings_lines=["budget 100 s"],
+        machine={"nproc": 2, "cpu": "cpu", "python": "3.11", "torch": "2"},
+        date="2026-01-01",
+        command="distrl bench learning --smoke",
+        wall_s=90.0,
+    )
+    assert text.startswith(rep.START_MARK) and text.rstrip().endswith(rep.END_MARK)
+    assert "](p/learning_success_general.png)" in text and "- budget 100 s" in text
+    assert "| DistRL | General | 2 | 2.0 ± 0.0 | 8 ± 0 | 1, 1 | 0 ± 0 |" in text
+
+
+def test_presets_and_run_config() -> None:
+    full, smoke = LearningBenchSettings.full(), LearningBenchSettings.smoke()
+    assert full.methods == ("distrl", "digirl", "filtered_bc") and len(full.seeds) == 3
+    assert full.task_sets == ("general", "webshop") and full.eval_test == 96
+    assert smoke.budget_s < full.budget_s and smoke.preset == "smoke"
+    cfg = run_config(smoke, "webshop", method="digirl", seed=2)
+    assert cfg.algorithm.name == "digirl" and not cfg.orchestration.asynchronous
+    assert cfg.env.task_set == "webshop" and cfg.sim.seed == 2 and cfg.sim.latency.enabled
+    assert cfg.orchestration.devices_per_worker == smoke.devices
+    assert cfg.algorithm.actor_epochs == smoke.overrides["algorithm.actor_epochs"]
+    distrl = run_config(full, "general", method="distrl", latency=False)
+    assert distrl.orchestration.asynchronous and not distrl.sim.latency.enabled
+    with pytest.raises(ValueError, match="methods"):
+        LearningBenchSettings(methods=("ppo",))
+    with pytest.raises(ValueError, match="seeds"):
+        LearningBenchSettings(seeds=(1, 1))
+
+
+def test_cli_flags_become_settings() -> None:
+    from distrl_tasks.cli import build_parser
+    from distrl_tasks.cli_bench import settings_from_args
+
+    argv = "bench learning --smoke --seeds 2 --methods distrl,digirl --budget-s 45"
+    args = build_parser().parse_args(
+        [*argv.split(), "--set", "algorithm.actor_epochs=3", "--no-results"]
+    )
+    s = settings_from_args(args)
+    assert s.seeds == (0, 1) and s.methods == ("distrl", "digirl") and s.budget_s == 45.0
+    assert s.overrides["algorithm.actor_epochs"] == 3 and s.preset == "smoke+flags"
+    assert s.overrides["algorithm.batch_size"] == 2  # the preset's other overrides stay
+    assert args.no_results
+    full = settings_from_args(argparse.Namespace(**{**vars(args), "smoke": False}))
+    assert full.task_sets == ("general", "webshop")
