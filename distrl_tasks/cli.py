@@ -208,10 +208,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM (``kill``, Airflow, CI timeouts) into ``SystemExit(143)`` in the main thread.
+
+    Python's default SIGTERM action ends the process without unwinding, so ``finally`` blocks
+    never run and a simulator farm started by ``distrl round``/``demo``/``bench`` (its own
+    session, by design) would outlive the command.
+    """
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``distrl`` command; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    _exit_on_sigterm()
     try:
         return int(args.func(args))
     except ConfigError as exc:
