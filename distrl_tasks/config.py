@@ -202,7 +202,7 @@ class AlgorithmConfig:
     weight_decay: float = 0.0  # AdamW weight decay (0 = plain Adam)
     batch_size: int = 4  # trajectories (or windows) per optimizer step
     actor_epochs: int = 20  # actor updates per round
-    critic_epochs: int = 5  # critic updates per round
+    critic_epochs: int = 5  # critic-only warm-up steps per round, before the actor steps
     sequence_length: int = 3  # contiguous steps per sampled window (Retrace)
     filter_top_fraction: float = 0.1  # DigiRL / Filtered BC: keep the top p of trajectories
     priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01)  # DPER w1 |delta|, w2 rho, w3 H

@@ -37,11 +37,14 @@ class LossOutput:
             ``losses/entropy``, ``losses/invalid``, ``losses/critic_step``.
         metrics: Diagnostics as plain floats, e.g. ``train/ess``, ``train/clip_frac``,
             ``train/staleness``, ``train/adv_mean``, ``train/kept_frac``.
+        critic_loss: The part of ``loss`` that trains the critics, with gradient (None for an
+            algorithm without critics); the learner's critic warm-up steps minimise only this.
     """
 
     loss: torch.Tensor
     terms: dict[str, torch.Tensor] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    critic_loss: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.loss, torch.Tensor) or self.loss.dim() != 0:

@@ -221,4 +221,5 @@ class DigiRL:
             "train/adv_mean": float(masked_average(adv, actor_mask)),
             "train/value_mean": float(masked_average(values, mask)),
         }
-        return LossOutput(policy_loss + step_loss + instr_loss, terms, metrics)
+        critics = step_loss + instr_loss
+        return LossOutput(policy_loss + critics, terms, metrics, critic_loss=critics)

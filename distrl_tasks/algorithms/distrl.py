@@ -325,4 +325,4 @@ class DistRL:
         if self.policy_version is not None:
             versions = batch.policy_versions.float().mean()
             metrics["train/staleness"] = float(self.policy_version - versions)
-        return LossOutput(actor + critic_loss, terms, metrics)
+        return LossOutput(actor + critic_loss, terms, metrics, critic_loss=critic_loss)

@@ -20,6 +20,7 @@ import os
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -130,10 +131,17 @@ class Learner:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    def train_round(self, replay: ReplayBuffer, steps: int) -> dict[str, float]:
-        """``steps`` optimizer steps on ``replay``; returns the round's mean metrics."""
-        if steps < 1:
-            raise ValueError(f"steps must be >= 1, got {steps}")
+    def train_round(
+        self, replay: ReplayBuffer, steps: int, *, critic_steps: int = 0
+    ) -> dict[str, float]:
+        """``critic_steps`` critic-only steps, then ``steps`` full optimizer steps on ``replay``.
+
+        The warm-up (DigiRL trains its critics before the actor every round) lets a fresh or
+        stale critic catch up with the new data before its values become the actor's baseline;
+        it is skipped for algorithms without critics. Returns the round's mean metrics.
+        """
+        if steps < 1 or critic_steps < 0:
+            raise ValueError(f"need steps >= 1 and critic_steps >= 0, got {steps}, {critic_steps}")
         for module in self.modules.values():
             module.train()
         totals: dict[str, float] = defaultdict(float)
@@ -145,24 +153,13 @@ class Learner:
                 counts[name] += 1
 
         record(self.algorithm.prepare_round(replay))
+        for _ in range(critic_steps):
+            if not self._optimizer_step(replay, record, critic_only=True):
+                break
         started, samples = time.perf_counter(), 0
         for _ in range(steps):
-            self.optimizer.zero_grad(set_to_none=True)
-            for _ in range(self.grad_accum_steps):
-                batch = self.algorithm.sample(replay, self.micro_batch_size, self.rng)
-                with self.accelerator.autocast():
-                    out = self.algorithm.loss(batch)
-                (out.loss / self.grad_accum_steps).backward()
-                record(out.log_dict())
-                samples += self.micro_batch_size
-            self._average_gradients()
-            grad_norm = torch.nn.utils.clip_grad_norm_(
-                self.params, self.cfg.algorithm.max_grad_norm
-            )
-            record({"train/grad_norm": float(grad_norm)})
-            self.optimizer.step()
-            self.step += 1
-            self._set_lr()
+            self._optimizer_step(replay, record, critic_only=False)
+            samples += self.micro_batch_size * self.grad_accum_steps
         elapsed = time.perf_counter() - started
 
         metrics = self._mean_over_processes({k: totals[k] / counts[k] for k in sorted(totals)})
@@ -172,6 +169,33 @@ class Learner:
         metrics["train/steps"] = float(self.step)
         metrics["train/policy_version"] = float(self.policy_version)
         return metrics
+
+    def _optimizer_step(
+        self, replay: ReplayBuffer, record: Callable[[dict[str, float]], None], critic_only: bool
+    ) -> bool:
+        """One optimizer step (all micro-batches); False when ``critic_only`` finds no critic."""
+        self.optimizer.zero_grad(set_to_none=True)
+        for _ in range(self.grad_accum_steps):
+            batch = self.algorithm.sample(replay, self.micro_batch_size, self.rng)
+            with self.accelerator.autocast():
+                out = self.algorithm.loss(batch)
+            if critic_only:
+                if out.critic_loss is None:
+                    return False
+                (out.critic_loss / self.grad_accum_steps).backward()
+                record({"losses/critic_warmup": float(out.critic_loss.detach())})
+            else:
+                (out.loss / self.grad_accum_steps).backward()
+                record(out.log_dict())
+        self._average_gradients()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.algorithm.max_grad_norm)
+        record(
+            {"train/grad_norm" if not critic_only else "train/critic_grad_norm": float(grad_norm)}
+        )
+        self.optimizer.step()
+        self.step += 1
+        self._set_lr()
+        return True
 
     def _set_lr(self) -> None:
         scale = min(1.0, (self.step + 1) / self.warmup_steps) if self.warmup_steps else 1.0

@@ -117,7 +117,8 @@ def run(
     if latest is not None:
         learner.load_checkpoint(latest)
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
-    metrics = learner.train_round(replay, steps)  # bumps learner.policy_version
+    # critic warm-up first, then the actor (bumps learner.policy_version)
+    metrics = learner.train_round(replay, steps, critic_steps=a.critic_epochs)
     learner.save_checkpoint(f"round-{round:06d}")
     out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {

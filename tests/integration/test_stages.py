@@ -25,7 +25,7 @@ KEY = "test-key-not-a-secret"
 def tiny_cfg(**extra) -> Config:
     base = {
         "orchestration": {"devices_per_worker": 2, "episodes_per_device": 1},
-        "algorithm": {"actor_epochs": 2, "batch_size": 2},
+        "algorithm": {"actor_epochs": 2, "critic_epochs": 1, "batch_size": 2},
         "agent": {"max_new_tokens": 48},
         "sim": {"port": 0},
     }
@@ -90,7 +90,7 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     assert ver["data_version"] in log
 
     tr = train.run(cfg, round=1, data_version=ver["data_version"], workdir=project)
-    assert tr["policy_version"] == 1 and tr["steps"] == 2
+    assert tr["policy_version"] == 1 and tr["steps"] == 3  # 1 critic warm-up + 2 actor steps
     assert "losses/policy" in tr["metrics"] and "losses/value" in tr["metrics"]
     meta = json.loads((common.resolve(project, tr["checkpoint_dir"]) / "config.json").read_text())
     assert meta  # a loadable checkpoint directory

@@ -130,6 +130,7 @@ class BehaviourCloning:
             policy_loss + value_loss - 0.01 * entropy,
             {"losses/policy": policy_loss, "losses/value": value_loss, "losses/entropy": entropy},
             {"train/ess": 1.0, "train/clip_frac": 0.0, "train/staleness": 0.0},
+            critic_loss=value_loss,
         )
 
 
@@ -296,7 +297,7 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         learner(tmp_path, cfg=config(batch_size=3), grad_accum_steps=2)
     with pytest.raises(ValueError, match="mixed_precision"):
         learner(tmp_path, mixed_precision="fp16")
-    with pytest.raises(ValueError, match="steps must be >= 1"):
+    with pytest.raises(ValueError, match="steps >= 1"):
         learner(tmp_path).train_round(replay_of(), steps=0)
 
 
@@ -313,3 +314,32 @@ def test_bf16_autocast_trains(tmp_path: Path) -> None:
         assert not torch.equal(before["critic.weight"], params(lrn)["critic.weight"])
     finally:
         AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def test_critic_warmup_moves_only_the_critic(tmp_path: Path) -> None:
+    lrn = learner(tmp_path)
+    before = params(lrn)
+    replay = replay_of()
+    lrn.algorithm.prepare_round(replay)
+    assert lrn._optimizer_step(replay, lambda values: None, critic_only=True)
+    after = params(lrn)
+    moved = {k for k in before if not torch.equal(before[k], after[k])}
+    assert moved == {"critic.weight", "critic.bias"}
+
+
+def test_round_with_warmup_reports_it_and_no_critic_skips_it(tmp_path: Path) -> None:
+    lrn = learner(tmp_path)
+    metrics = lrn.train_round(replay_of(), steps=2, critic_steps=3)
+    assert lrn.step == 5 and metrics["losses/critic_warmup"] > 0
+    assert "train/critic_grad_norm" in metrics
+
+    class NoCritic(BehaviourCloning):
+        def loss(self, batch: BCBatch) -> LossOutput:
+            out = super().loss(batch)
+            return LossOutput(out.loss, out.terms, out.metrics)
+
+    plain = Learner(config(), NoCritic(small_policy(0)), out_dir=tmp_path / "plain")
+    metrics = plain.train_round(replay_of(), steps=2, critic_steps=3)
+    assert plain.step == 2 and "losses/critic_warmup" not in metrics
+    with pytest.raises(ValueError, match="critic_steps"):
+        plain.train_round(replay_of(), steps=1, critic_steps=-1)
