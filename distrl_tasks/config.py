@@ -129,7 +129,7 @@ class AgentConfig:
     checkpoint_dir: str = ""  # local Auto-UI-Base style checkpoint (empty: train from scratch)
     image_encoder: Literal["small", "blip2"] = "small"  # image feature extractor
     image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
-    temperature: float = 1.0  # sampling temperature at collection time
+    temperature: float = 0.5  # collection sampling temperature (1.0 halves tiny SFT success)
     max_new_tokens: int = 128  # decoding budget for one action string
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
     critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input
@@ -193,7 +193,7 @@ class AlgorithmConfig:
     c_bar: float = 1.0  # truncation of importance ratios in the traces
     entropy_coef: float = 0.01  # beta: weight of the entropy bonus
     invalid_coef: float = 1.0  # lambda_inv: weight of the invalid-action penalty
-    lm_lr: float = 1e-4  # policy learning rate
+    lm_lr: float = 1e-5  # policy learning rate (papers: 1e-4; it breaks the tiny SFT policy)
     critic_lr: float = 1e-4  # critic learning rate
     max_grad_norm: float = 0.01  # gradient clipping (papers' code: 0.01)
     grad_accum_steps: int = 1  # micro-batches per optimizer step (batch_size must divide)
