@@ -382,9 +382,9 @@ def test_changing_a_training_param_reruns_only_train_and_later_stages(clone: Clo
     assert ran_stages(rerun) == ["train", "evaluate", "register", "metrics"]
 
     lock = clone.lock()
-    assert (
-        lock["train"]["params"]["params.yaml"]["algorithm"]["lm_lr"] == params["algorithm"]["lm_lr"]
-    )
+    # float(): PyYAML (YAML 1.1) reads the lock's "2e-05" (no dot) back as a string
+    locked_lr = lock["train"]["params"]["params.yaml"]["algorithm"]["lm_lr"]
+    assert float(locked_lr) == params["algorithm"]["lm_lr"]
     assert lock_md5(lock["label"], "outs", "/labeled") == labeled_before
     registry = common.registry(clone.config(), clone.workdir)
     newest = registry.alias_version("behavior")
