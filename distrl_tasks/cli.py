@@ -24,7 +24,7 @@ EXIT_USAGE = 2
 DEFAULT_CONFIG = "params.yaml"
 
 
-def _add_config_flags(p: argparse.ArgumentParser) -> None:
+def add_config_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
         help=f"YAML config to load (default: ./{DEFAULT_CONFIG} if present, else built-ins)",
@@ -54,7 +54,7 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--allow-kill", action="store_true", help="let `adb kill-server` stop this server"
     )
-    _add_config_flags(serve)
+    add_config_flags(serve)
     serve.set_defaults(func=_cmd_sim_serve)
 
     expert = simsub.add_parser("expert", help="run the scripted expert on one device")
@@ -66,7 +66,7 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     expert.set_defaults(func=_cmd_sim_expert)
 
 
-def _config_path(args: argparse.Namespace) -> str | None:
+def config_path(args: argparse.Namespace) -> str | None:
     """--config if given; else ./params.yaml when the command runs in a project checkout."""
     if args.config:
         return args.config
@@ -85,7 +85,7 @@ def _sim_config(args: argparse.Namespace) -> tuple[Config, int]:
         overrides.append("sim.faults.enabled=true")
     if args.port is not None and args.port != 0:
         overrides.append(f"sim.port={args.port}")
-    cfg = load_config(_config_path(args), overrides)
+    cfg = load_config(config_path(args), overrides)
     port = 0 if args.port == 0 else cfg.sim.port
     return cfg, port
 
@@ -163,7 +163,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--showcase-only", action="store_true", help="only the farm + expert part (seconds)"
     )
-    _add_config_flags(demo)
+    add_config_flags(demo)
     demo.set_defaults(func=_cmd_demo)
 
 
@@ -181,7 +181,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise ConfigError(f"--tasks-per-split: must be >= 1, got {args.tasks_per_split}")
     if args.rounds is not None and args.rounds < 1:
         raise ConfigError(f"--rounds: must be >= 1, got {args.rounds}")
-    cfg = load_config(_config_path(args), overrides)
+    cfg = load_config(config_path(args), overrides)
     if args.showcase_only:
         return run_expert_showcase(
             cfg, tasks_per_split=args.tasks_per_split, mistake_rate=cfg.sim.expert_mistake_rate
@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     from distrl_tasks.cli_bench import add_bench_commands
     from distrl_tasks.cli_pipeline import add_pipeline_commands
 
-    add_pipeline_commands(sub, _add_config_flags)
+    add_pipeline_commands(sub, add_config_flags)
     add_bench_commands(sub)
     # more command groups (demo, collect, train, ...) are added here: _add_<group>(sub)
     return parser

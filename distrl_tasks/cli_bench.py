@@ -11,8 +11,8 @@ import dataclasses
 import shlex
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
+from distrl_tasks.cli import add_config_flags, config_path
 from distrl_tasks.config import ConfigError, parse_override
 
 
@@ -45,15 +45,7 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fresh", action="store_true", help="discard cached runs in --workdir and start over"
     )
-    p.add_argument("--config", help="base YAML config (default: ./params.yaml if present)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        metavar="KEY=VALUE",
-        default=[],
-        help="config override for every run, e.g. --set algorithm.actor_epochs=10 (repeatable)",
-    )
+    add_config_flags(p)  # --config, --set: applied to every run
 
 
 def settings_from_args(args: argparse.Namespace):
@@ -83,8 +75,7 @@ def settings_from_args(args: argparse.Namespace):
         changes["overrides"] = {**base.overrides, **dict(map(parse_override, args.overrides))}
     if changes:
         changes["preset"] = f"{base.preset}+flags"
-    config = args.config or ("params.yaml" if Path("params.yaml").is_file() else None)
-    changes["config"] = config
+    changes["config"] = config_path(args)
     try:
         return dataclasses.replace(base, **changes)
     except ValueError as exc:

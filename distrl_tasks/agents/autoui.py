@@ -186,29 +186,19 @@ class AutoUIModel(nn.Module):
         Computed in float32 with autocast off: a probability mixture and its log need the range.
         """
         with torch.autocast(device_type=hidden.device.type, enabled=False):
-            return self._copy_mix_fp32(hidden.float(), logits, states.float(), mask, source_ids)
-
-    def _copy_mix_fp32(
-        self,
-        hidden: torch.Tensor,
-        logits: torch.Tensor,
-        states: torch.Tensor,
-        mask: torch.Tensor,
-        source_ids: torch.Tensor,
-    ) -> torch.Tensor:
-        scores = hidden @ self.copy_query.weight.float().T
-        scores = scores @ states.transpose(1, 2) / states.shape[-1] ** 0.5  # [B, T, L]
-        scores = scores.masked_fill(~mask.bool().unsqueeze(1), float("-inf"))
-        attention = torch.softmax(scores, dim=-1)
-        context = attention @ states  # [B, T, d]
-        gate_in = torch.cat([hidden, context], dim=-1)
-        w, b = self.copy_gate.weight.float(), self.copy_gate.bias.float()
-        gate = torch.sigmoid(gate_in @ w.T + b)  # [B, T, 1]
-        index = source_ids.unsqueeze(1).expand(-1, hidden.shape[1], -1)
-        copied = torch.zeros_like(logits, dtype=torch.float32).scatter_add(-1, index, attention)
-        mixed = (1.0 - gate) * torch.softmax(logits.float(), dim=-1) + gate * copied
-        # clamp: a zero probability would give -inf and NaN gradients through the log.
-        return torch.log(mixed.clamp_min(1e-30))
+            hidden, states = hidden.float(), states.float()
+            scores = hidden @ self.copy_query.weight.float().T
+            scores = scores @ states.transpose(1, 2) / states.shape[-1] ** 0.5  # [B, T, L]
+            scores = scores.masked_fill(~mask.bool().unsqueeze(1), float("-inf"))
+            attention = torch.softmax(scores, dim=-1)
+            context = attention @ states  # [B, T, d]
+            w, b = self.copy_gate.weight.float(), self.copy_gate.bias.float()
+            gate = torch.sigmoid(torch.cat([hidden, context], dim=-1) @ w.T + b)  # [B, T, 1]
+            index = source_ids.unsqueeze(1).expand(-1, hidden.shape[1], -1)
+            copied = torch.zeros_like(logits, dtype=torch.float32).scatter_add(-1, index, attention)
+            mixed = (1.0 - gate) * torch.softmax(logits.float(), dim=-1) + gate * copied
+            # clamp: a zero probability would give -inf and NaN gradients through the log.
+            return torch.log(mixed.clamp_min(1e-30))
 
     def shift_right(self, labels: torch.Tensor) -> torch.Tensor:
         """Teacher-forcing decoder inputs: the start id, then the labels minus the last one."""
