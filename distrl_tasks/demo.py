@@ -234,7 +234,7 @@ def run_demo(
         workdir=workdir,
         rounds=n,
         on_round=lambda r: print(
-            f"  round {r.round}: collected {r.collect.get('trajectories', 0)} trajectories, "
+            f"  round {r.round}: learned from {r.row()['trajectories']} new trajectories, "
             f"test success {r.evaluate.get('success_rate', 0.0):.1%} "
             f"({r.seconds:.0f} s)",
             flush=True,

@@ -354,7 +354,7 @@ def run_one(
 
 
 def _point(r: Any) -> RoundPoint:
-    trajectories, success = r.collect.get("trajectories", 0), r.evaluate.get("success_rate", 0)
+    trajectories, success = r.row()["trajectories"], r.evaluate.get("success_rate", 0)
     return RoundPoint(r.round, r.finished_s, r.collected_s, int(trajectories), float(success))
 
 

@@ -393,7 +393,8 @@ def describe_settings(s: Any, sft_steps: Mapping[str, int], algorithm: Any) -> l
         f"SFT: one bootstrap policy per task set, shared by all methods and seeds (SFT steps: "
         f"{steps})",
         "methods: DistRL = `distrl` with asynchronous rounds (async collection overlapped with "
-        "learning, actors one round ahead); DigiRL = `digirl` and Filtered BC = `filtered_bc` "
+        "learning: the actors collect back to back, each learner round takes every collection "
+        "finished since the last); DigiRL = `digirl` and Filtered BC = `filtered_bc` "
         "with synchronous rounds (lockstep collection, then learning); hyperparameters are the "
         f"config's, untuned and the same for all (actor_epochs {a.actor_epochs}, critic_epochs "
         f"{a.critic_epochs}, batch_size {a.batch_size}, lm_lr {a.lm_lr}, gamma {a.gamma}, "

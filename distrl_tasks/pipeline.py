@@ -4,27 +4,33 @@ Each round is collect → label → version → train → evaluate → register,
 stage (the same functions Airflow tasks and `dvc repro` call), so a round started here lands in
 the same MLflow registry and DVC remote as one started anywhere else.
 
-Synchronous mode (DigiRL) runs the steps in sequence. Asynchronous mode (DistRL) overlaps them:
-while the learner trains, evaluates and registers round ``r``, the actors already collect round
-``r + 1`` with the behaviour policy they have (one version behind); the learner corrects for that
-staleness with importance weights (``behavior_log_prob`` and ``policy_version`` are recorded on
-every step). Collection for round ``r + 1`` therefore never waits for training of round ``r``.
+Synchronous mode (DigiRL) runs the steps in sequence: the devices idle while the learner works.
+Asynchronous mode (DistRL) decouples them: an actor thread collects rounds back to back with
+whatever ``behavior`` policy is registered when each collection starts, while the learner takes
+every collection that finished since its last round, labels them, and trains, evaluates and
+registers once on the newest (the replay window holds the others). So the devices never wait
+for the learner, and the learner never trains on one round when a fresher one is ready; the
+staleness this causes is corrected with importance weights (``behavior_log_prob`` and
+``policy_version`` are recorded on every step). The actor stays at most
+``data.replay_window_rounds`` collections ahead of the learner, so nothing is collected that
+would leave the replay window before it is trained on. ``rounds`` counts learner rounds.
 
 A wall-clock budget (``budget_s``) bounds a run instead of, or as well as, a number of rounds:
-the clock starts when the farm is up, and a round is learned only while :func:`budget_allows`
-says it is expected to finish in time (elapsed time plus the mean duration of the rounds so far;
-the first round always runs). In asynchronous mode the actors start another collection whenever
-time is left; a collection that finishes after the learner stopped is reported through
-``on_collect`` but never trained on.
+the clock starts when the farm is up, and a round is learned (and, asynchronously, a collection
+started) only while :func:`budget_allows` says it is expected to finish in time (elapsed time
+plus the mean duration of the rounds, or collections, so far; the first always runs). A
+collection that finishes after the learner stopped is reported through ``on_collect`` but never
+trained on.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,16 +51,28 @@ class RoundResult:
     seconds: float = 0.0
     collected_s: float = 0.0  # when its collection finished, seconds since the rounds started
     finished_s: float = 0.0  # when it was registered, seconds since the rounds started
+    # asynchronous mode: the earlier collections the learner took with this one (labeled and in
+    # the replay window, not trained on separately), oldest first
+    merged: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def collects(self) -> list[dict[str, Any]]:
+        """Every collect manifest this round learned from first: merged ones, then its own."""
+        return [*self.merged, self.collect]
 
     def row(self) -> dict[str, Any]:
-        """One line of the per-round table."""
-        c = self.collect
+        """One line of the per-round table (collection figures summed over merged rounds)."""
+        trajectories = sum(int(c.get("trajectories", 0)) for c in self.collects)
+        successes = sum(
+            float(c.get("success_rate", 0.0)) * int(c.get("trajectories", 0)) for c in self.collects
+        )
+        steps_s = [float(c["steps_per_s"]) for c in self.collects if "steps_per_s" in c]
         return {
             "round": self.round,
-            "train_success": c.get("success_rate", 0.0),
+            "train_success": successes / trajectories if trajectories else 0.0,
             "test_success": self.evaluate.get("success_rate", 0.0),
-            "trajectories": c.get("trajectories", 0),
-            "steps_per_s": c.get("steps_per_s", 0.0),
+            "trajectories": trajectories,
+            "steps_per_s": statistics.fmean(steps_s) if steps_s else 0.0,
             "version": self.register.get("version"),
             "champion": self.register.get("champion"),
             "seconds": self.seconds,
@@ -120,6 +138,13 @@ def _learn(cfg: Config, result: RoundResult, workdir: str | os.PathLike) -> None
     )
 
 
+def _label(cfg: Config, round_: int, workdir: str | os.PathLike) -> dict:
+    """Label a collection the learner takes together with a newer one (asynchronous mode)."""
+    from distrl_tasks.stages import label
+
+    return label.run(cfg, round=round_, workdir=workdir)
+
+
 def run_rounds(
     cfg: Config,
     *,
@@ -137,8 +162,10 @@ def run_rounds(
     Args:
         cfg: the configuration (``orchestration.asynchronous`` picks the mode).
         workdir: project working directory.
-        rounds: at most this many rounds (default ``orchestration.rounds``).
-        first_round: number of the first round.
+        rounds: at most this many rounds (default ``orchestration.rounds``); asynchronously
+            these are learner rounds, numbered by the newest collection each one took, so
+            numbers skip the collections merged into a later round.
+        first_round: number of the first round (asynchronously: of the first collection).
         on_round: called with each finished round.
         budget_s: wall-clock budget in seconds, counted from when the farm is up: no round is
             learned once :func:`budget_allows` expects it to end past the budget (None: none).
@@ -182,6 +209,87 @@ def run_rounds(
     return results
 
 
+_END = object()  # the actor's last message: it started no further collection
+
+
+class _Actor(threading.Thread):
+    """Collects rounds ``first, first + 1, ...`` back to back until halted or out of budget.
+
+    Each finished collection is put on :attr:`finished` as ``(round, manifest, finished_s)``;
+    an exception is put there instead of raising, then :data:`_END`. At most ``max_ahead``
+    collections are finished but not yet released by :meth:`consumed` (or in flight), and at
+    most ``limit`` are started (None: no limit).
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        workdir: str | os.PathLike,
+        record: dict,
+        first: int,
+        t0: float,
+        budget_s: float | None,
+        max_ahead: int,
+        limit: int | None = None,
+    ) -> None:
+        super().__init__(name="actor", daemon=True)
+        self.cfg, self.workdir, self.record = cfg, workdir, record
+        self.first, self.t0, self.budget_s, self.limit = first, t0, budget_s, limit
+        self.finished: queue.Queue[Any] = queue.Queue()
+        self._halted = threading.Event()
+        self._slots = threading.Semaphore(max_ahead)
+        self.ended = False  # set by take() once the actor's last message was read
+
+    def halt(self) -> None:
+        """Start no further collection (the one in flight finishes)."""
+        self._halted.set()
+
+    def consumed(self, n: int) -> None:
+        """The learner is done with ``n`` collections: as many more may start."""
+        for _ in range(n):
+            self._slots.release()
+
+    def run(self) -> None:
+        durations: list[float] = []
+        r = self.first
+        try:
+            while True:
+                while not self._slots.acquire(timeout=0.05):
+                    if self._halted.is_set():
+                        return
+                elapsed = time.perf_counter() - self.t0
+                if self._halted.is_set() or not budget_allows(elapsed, self.budget_s, durations):
+                    return
+                if self.limit is not None and r - self.first >= self.limit:
+                    return
+                start = time.perf_counter()
+                manifest, finished_s = _timed_collect(
+                    self.cfg, r, self.workdir, self.record, self.t0
+                )
+                durations.append(time.perf_counter() - start)
+                self.finished.put((r, manifest, finished_s))
+                r += 1
+        except BaseException as exc:  # handed to the learner, which raises it
+            self.finished.put(exc)
+        finally:
+            self.finished.put(_END)
+
+    def take(self) -> list[tuple[int, dict, float]]:
+        """The collections finished so far, waiting for one if there is none and the actor has
+        not ended (then ``[]``); re-raises the actor's exception."""
+        items = [] if self.ended else [self.finished.get()]
+        try:
+            while True:
+                items.append(self.finished.get_nowait())
+        except queue.Empty:
+            pass
+        self.ended = self.ended or any(item is _END for item in items)
+        for item in items:
+            if isinstance(item, BaseException):
+                raise item
+        return [item for item in items if item is not _END]
+
+
 def _async_rounds(
     cfg: Config,
     workdir: str | os.PathLike,
@@ -193,33 +301,54 @@ def _async_rounds(
     on_collect: CollectCallback | None = None,
 ) -> list[RoundResult]:
     results: list[RoundResult] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="actor") as actor:
-        t0 = start = time.perf_counter()
-        pending: Future | None = actor.submit(_timed_collect, cfg, first, workdir, record, t0)
-        for r in range(first, first + n):
-            if pending is None:
+    t0 = start = time.perf_counter()
+    window = cfg.data.replay_window_rounds
+    # a single learner round would never train on a second collection
+    actor = _Actor(cfg, workdir, record, first, t0, budget_s, window, limit=1 if n == 1 else None)
+    actor.start()
+    clean = False
+    try:
+        while len(results) < n and not actor.ended:
+            batch = actor.take()
+            for r, manifest, collected_s in batch:
+                if on_collect:
+                    on_collect(r, manifest, collected_s)
+            if not batch:
                 break
-            manifest, collected_s = pending.result()
-            if on_collect:
-                on_collect(r, manifest, collected_s)
-            result = RoundResult(r, collect=manifest, collected_s=collected_s)
-            pending = None
-            if r + 1 < first + n and budget_allows(time.perf_counter() - t0, budget_s):
-                # the actors go on with the next round right away, while time is left
-                pending = actor.submit(_timed_collect, cfg, r + 1, workdir, record, t0)
+            if results and not budget_allows(
+                time.perf_counter() - t0, budget_s, [x.seconds for x in results]
+            ):
+                break  # collected in time, never learned
+            if len(results) == n - 1:
+                actor.halt()  # the last learner round: no collection would be trained on
+            *earlier, (r, manifest, collected_s) = batch
+            for r_earlier, _, _ in earlier:
+                _label(cfg, r_earlier, workdir)
+            result = RoundResult(
+                r, collect=manifest, collected_s=collected_s, merged=[m for _, m, _ in earlier]
+            )
             _learn(cfg, result, workdir)
+            actor.consumed(len(batch))
             now = time.perf_counter()
             result.seconds, result.finished_s, start = now - start, now - t0, now
             results.append(result)
             if on_round:
                 on_round(result)
-            if pending is not None and not budget_allows(
-                now - t0, budget_s, [x.seconds for x in results]
-            ):
-                manifest, collected_s = pending.result()  # collected in time, never learned
-                if on_collect:
-                    on_collect(r + 1, manifest, collected_s)
-                break
+        clean = True
+    finally:
+        actor.halt()
+        actor.consumed(window)  # unblock an actor waiting for a slot
+        while not actor.ended:  # let the collection in flight finish before the farm stops
+            try:
+                batch = actor.take()
+            except BaseException:
+                if clean:
+                    raise
+                break  # already unwinding from another error
+            for r, manifest, collected_s in batch:
+                if on_collect and clean:
+                    on_collect(r, manifest, collected_s)
+        actor.join()
     return results
 
 

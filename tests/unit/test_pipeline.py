@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 
 import pytest
 
@@ -42,18 +43,52 @@ def fake_stages(monkeypatch):
     monkeypatch.setattr(farm, "stop", lambda cfg, **kw: calls.append(("stop", 0)))
 
     def collect(cfg, round_, workdir, record):
+        if round_ in timing.get("fail_collect", ()):
+            raise RuntimeError(f"device farm lost in round {round_}")
         clock.advance(timing["collect_s"])
         calls.append(("collect", round_))
         return {"round": round_, "trajectories": 4}
 
+    def label(cfg, round_, workdir):
+        calls.append(("label", round_))
+        return {"round": round_}
+
     def learn(cfg, result, workdir):
+        hook = timing.get("on_learn")
+        if hook:
+            hook(result)
+        if result.round in timing.get("fail_learn", ()):
+            raise RuntimeError(f"trainer failed in round {result.round}")
         clock.advance(timing["learn_s"])
         calls.append(("learn", result.round))
         result.evaluate = {"success_rate": 0.5}
 
     monkeypatch.setattr(pipeline, "_collect", collect)
+    monkeypatch.setattr(pipeline, "_label", label)
     monkeypatch.setattr(pipeline, "_learn", learn)
     return timing, calls
+
+
+def _collected(calls) -> list[int]:
+    return [r for kind, r in calls if kind == "collect"]
+
+
+def _check_stream(results, calls) -> None:
+    """Invariants of asynchronous rounds, whatever the threads' interleaving: collections are
+    numbered consecutively; each learner round trains its newest collection after labeling the
+    earlier ones it took (every collection up to the last learned one is used exactly once)."""
+    collected = _collected(calls)
+    assert collected == list(range(1, len(collected) + 1))
+    learned = [r.round for r in results]
+    assert learned == sorted(set(learned))
+    previous, merged = 0, []
+    for res in results:
+        assert [m["round"] for m in res.merged] == list(range(previous + 1, res.round))
+        merged += [m["round"] for m in res.merged]
+        previous = res.round
+    assert [r for kind, r in calls if kind == "label"] == merged
+    assert [r for kind, r in calls if kind == "learn"] == learned
+    assert calls[-1] == ("stop", 0)  # the farm is always stopped, after the actor ended
 
 
 def _cfg(asynchronous: bool) -> Config:
@@ -73,23 +108,91 @@ def test_budget_allows_by_hand() -> None:
     assert not budget_allows(10.5, 10.0)
 
 
-@pytest.mark.parametrize("asynchronous", [False, True])
-def test_without_a_budget_every_round_runs(fake_stages, asynchronous: bool) -> None:
+def test_sync_rounds_run_in_lockstep(fake_stages) -> None:
     timing, calls = fake_stages
     timing.update(collect_s=0.0, learn_s=1.0)
     seen: list[int] = []
     collected: list[int] = []
     results = run_rounds(
-        _cfg(asynchronous),
+        _cfg(False),
         rounds=3,
         on_round=lambda r: seen.append(r.round),
         on_collect=lambda r, m, t: collected.append(r),
     )
     assert [r.round for r in results] == [1, 2, 3] == seen
     assert collected == [1, 2, 3]
+    lockstep = [(kind, r) for r in (1, 2, 3) for kind in ("collect", "learn")]
+    assert calls == [*lockstep, ("stop", 0)]
     assert [r.finished_s for r in results] == [1.0, 2.0, 3.0]
     assert all(r.seconds == 1.0 for r in results)
-    assert calls[-1] == ("stop", 0)  # the farm is always stopped
+
+
+def test_async_learner_rounds_take_every_collection_once(fake_stages) -> None:
+    timing, calls = fake_stages
+    timing.update(collect_s=0.0, learn_s=1.0)
+    seen: list[int] = []
+    collected: list[int] = []
+    results = run_rounds(
+        _cfg(True),
+        rounds=3,
+        on_round=lambda r: seen.append(r.round),
+        on_collect=lambda r, m, t: collected.append(r),
+    )
+    assert len(results) == 3 and [r.round for r in results] == seen
+    _check_stream(results, calls)
+    assert collected == _collected(calls)  # every collection reported, learned or not
+    assert [r.finished_s for r in results] == [1.0, 2.0, 3.0]
+
+
+def _wait_for(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the actor did not get there in time"
+        time.sleep(0.005)
+
+
+def test_async_actor_collects_while_the_learner_works_up_to_the_window(fake_stages) -> None:
+    timing, calls = fake_stages
+    cfg = _cfg(True)
+    window = 3
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, replay_window_rounds=window))
+    leads: list[int] = []
+
+    def on_learn(result: RoundResult) -> None:
+        # the learner holds this round's collections: the actor fills the remaining slots of
+        # the window while it waits, and no more
+        used = sum(len(r.collects) for r in results_so_far) + len(result.collects)
+        _wait_for(lambda: len(_collected(calls)) - used + len(result.collects) >= window)
+        time.sleep(0.05)  # give a runaway actor the chance to overshoot
+        leads.append(len(_collected(calls)) - used + len(result.collects))
+
+    results_so_far: list[RoundResult] = []
+    timing.update(collect_s=0.0, learn_s=1.0, on_learn=on_learn)
+    results = run_rounds(cfg, rounds=3, on_round=results_so_far.append)
+    _check_stream(results, calls)
+    assert leads == [window] * 3
+    # the second and third rounds learned from several collections at once
+    assert all(len(r.collects) >= window - 1 for r in results[1:])
+    assert sum(r.row()["trajectories"] for r in results) == 4 * sum(
+        len(r.collects) for r in results
+    )
+
+
+def test_async_single_round_collects_once(fake_stages) -> None:
+    _, calls = fake_stages
+    results = run_rounds(_cfg(True), rounds=1)
+    assert [r.round for r in results] == [1]
+    assert calls == [("collect", 1), ("learn", 1), ("stop", 0)]
+
+
+@pytest.mark.parametrize("where", ["fail_collect", "fail_learn"])
+def test_async_errors_reach_the_caller_and_the_farm_stops(fake_stages, where: str) -> None:
+    timing, calls = fake_stages
+    # the collection of round 1 fails, or whichever round the learner trains first
+    timing.update(collect_s=0.0, learn_s=1.0, **{where: range(1, 10)})
+    with pytest.raises(RuntimeError, match=r"failed in round|lost in round 1"):
+        run_rounds(_cfg(True), rounds=3)
+    assert calls[-1] == ("stop", 0)
 
 
 def test_sync_budget_stops_before_a_round_expected_to_overrun(fake_stages) -> None:
@@ -103,17 +206,18 @@ def test_sync_budget_stops_before_a_round_expected_to_overrun(fake_stages) -> No
     assert ("collect", 4) not in calls
 
 
-def test_async_budget_learns_in_time_and_reports_the_last_collection(fake_stages) -> None:
+def test_async_budget_learns_in_time_and_reports_the_last_collections(fake_stages) -> None:
     timing, calls = fake_stages
     timing.update(collect_s=0.0, learn_s=2.0)  # the learner sets the pace: 2 s per round
     collected: list[int] = []
     results = run_rounds(
         _cfg(True), rounds=100, budget_s=7.0, on_collect=lambda r, m, t: collected.append(r)
     )
-    # learned at 2, 4, 6; after round 3, 6 + 2 > 7: stop; round 4 was collected, never learned
+    # learned at 2, 4, 6; after the third round, 6 + 2 > 7: stop
     assert [r.finished_s for r in results] == [2.0, 4.0, 6.0]
-    assert collected == [1, 2, 3, 4]
-    assert ("learn", 4) not in calls
+    _check_stream(results, calls)
+    assert collected == _collected(calls)
+    assert collected[-1] > results[-1].round  # collected after the last learned, never learned
 
 
 def test_budget_must_be_positive(fake_stages) -> None:
@@ -124,3 +228,12 @@ def test_budget_must_be_positive(fake_stages) -> None:
 def test_round_result_row_is_unchanged() -> None:
     row = RoundResult(2, collect={"trajectories": 3}, seconds=1.5).row()
     assert row["round"] == 2 and row["trajectories"] == 3 and row["seconds"] == 1.5
+
+
+def test_round_result_row_sums_merged_collections() -> None:
+    own = {"trajectories": 4, "success_rate": 0.5, "steps_per_s": 2.0}
+    earlier = {"trajectories": 12, "success_rate": 0.25, "steps_per_s": 4.0}
+    row = RoundResult(5, collect=own, merged=[earlier]).row()
+    assert row["trajectories"] == 16
+    assert row["train_success"] == pytest.approx((2 + 3) / 16)
+    assert row["steps_per_s"] == pytest.approx(3.0)
