@@ -90,6 +90,7 @@ def test_the_round_mixes_successes_and_failures(collected) -> None:
 @pytest.mark.parametrize("name", ["distrl", "digirl", "filtered_bc"])
 def test_update_favours_successful_behaviour(collected, name: str, tmp_path) -> None:
     rows, cfg, weights = collected
+    torch.manual_seed(0)  # critic init: independent of what ran earlier in the session
     policy = build_policy(cfg.agent, checkpoint_dir=weights)
     on_policy = _log_probs(policy, rows)  # the actor was this policy: rho = 1 at the start
     rows = [{**r, "behavior_log_prob": float(lp)} for r, lp in zip(rows, on_policy, strict=True)]

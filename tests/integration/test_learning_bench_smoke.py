@@ -86,7 +86,8 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
             child.data.metrics
         )
         history = client.get_metric_history(child.info.run_id, "rollout/trajectories_cum")
-        assert [m.step for m in history] == list(range(1, len(history) + 1))
+        steps = [m.step for m in history]  # round numbers (async rounds may skip merged ones)
+        assert steps and steps[0] >= 1 and steps == sorted(set(steps))
     artifacts = {a.path for a in client.list_artifacts(out.parent_run_id, "learning_benchmark")}
     assert "learning_benchmark/records.json" in artifacts
     assert "learning_benchmark/learning_success_general.png" in artifacts
