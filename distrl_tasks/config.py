@@ -302,9 +302,13 @@ class OrchestrationConfig:
     eval_tasks: int = 96  # first N test tasks in file order (papers: 96)
     inference_max_batch: int = 32  # most observations per batched policy call (async collection)
     inference_max_wait_ms: float = 5.0  # how long a policy batch waits to fill up
+    # async: most collections finished or in flight that the learner is not done with
+    # (2 = one round ahead; 0 = data.replay_window_rounds)
+    actor_max_pending: int = 0
 
     def validate(self, key: str) -> None:
         _check(self.workers >= 1, f"{key}.workers", "must be >= 1")
+        _check(self.actor_max_pending >= 0, f"{key}.actor_max_pending", "must be >= 0")
         _check(self.devices_per_worker >= 1, f"{key}.devices_per_worker", "must be >= 1")
         _check(self.episodes_per_device >= 1, f"{key}.episodes_per_device", "must be >= 1")
         _check(self.rounds >= 1, f"{key}.rounds", "must be >= 1")

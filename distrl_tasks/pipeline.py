@@ -13,7 +13,9 @@ for the learner, and the learner never trains on one round when a fresher one is
 staleness this causes is corrected with importance weights (``behavior_log_prob`` and
 ``policy_version`` are recorded on every step). The actor stays at most
 ``data.replay_window_rounds`` collections ahead of the learner, so nothing is collected that
-would leave the replay window before it is trained on. ``rounds`` counts learner rounds.
+would leave the replay window before it is trained on (``orchestration.actor_max_pending``
+lowers that bound; 2 is the classic overlap of one round ahead). ``rounds`` counts learner
+rounds.
 
 A wall-clock budget (``budget_s``) bounds a run instead of, or as well as, a number of rounds:
 the clock starts when the farm is up, and a round is learned (and, asynchronously, a collection
@@ -302,7 +304,7 @@ def _async_rounds(
 ) -> list[RoundResult]:
     results: list[RoundResult] = []
     t0 = start = time.perf_counter()
-    window = cfg.data.replay_window_rounds
+    window = cfg.orchestration.actor_max_pending or cfg.data.replay_window_rounds
     # a single learner round would never train on a second collection
     actor = _Actor(cfg, workdir, record, first, t0, budget_s, window, limit=1 if n == 1 else None)
     actor.start()

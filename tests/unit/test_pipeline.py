@@ -151,11 +151,19 @@ def _wait_for(predicate, timeout: float = 10.0) -> None:
         time.sleep(0.005)
 
 
-def test_async_actor_collects_while_the_learner_works_up_to_the_window(fake_stages) -> None:
+@pytest.mark.parametrize("bound", ["replay_window", "actor_max_pending"])
+def test_async_actor_collects_while_the_learner_works_up_to_the_window(
+    fake_stages, bound: str
+) -> None:
     timing, calls = fake_stages
     cfg = _cfg(True)
-    window = 3
-    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, replay_window_rounds=window))
+    if bound == "replay_window":
+        window = 3
+        cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, replay_window_rounds=3))
+    else:  # one round ahead of the learner, whatever the window
+        window = 2
+        orch = dataclasses.replace(cfg.orchestration, actor_max_pending=2)
+        cfg = dataclasses.replace(cfg, orchestration=orch)
     leads: list[int] = []
 
     def on_learn(result: RoundResult) -> None:
