@@ -108,17 +108,23 @@ def test_budget_allows_by_hand() -> None:
     assert not budget_allows(10.5, 10.0)
 
 
-def test_sync_rounds_run_in_lockstep(fake_stages) -> None:
-    timing, calls = fake_stages
-    timing.update(collect_s=0.0, learn_s=1.0)
+def _three_rounds(asynchronous: bool) -> tuple[list[RoundResult], list[int], list[int]]:
+    """Three rounds; the results, the rounds ``on_round`` saw and those ``on_collect`` saw."""
     seen: list[int] = []
     collected: list[int] = []
     results = run_rounds(
-        _cfg(False),
+        _cfg(asynchronous),
         rounds=3,
         on_round=lambda r: seen.append(r.round),
         on_collect=lambda r, m, t: collected.append(r),
     )
+    return results, seen, collected
+
+
+def test_sync_rounds_run_in_lockstep(fake_stages) -> None:
+    timing, calls = fake_stages
+    timing.update(collect_s=0.0, learn_s=1.0)
+    results, seen, collected = _three_rounds(False)
     assert [r.round for r in results] == [1, 2, 3] == seen
     assert collected == [1, 2, 3]
     lockstep = [(kind, r) for r in (1, 2, 3) for kind in ("collect", "learn")]
@@ -130,14 +136,7 @@ def test_sync_rounds_run_in_lockstep(fake_stages) -> None:
 def test_async_learner_rounds_take_every_collection_once(fake_stages) -> None:
     timing, calls = fake_stages
     timing.update(collect_s=0.0, learn_s=1.0)
-    seen: list[int] = []
-    collected: list[int] = []
-    results = run_rounds(
-        _cfg(True),
-        rounds=3,
-        on_round=lambda r: seen.append(r.round),
-        on_collect=lambda r, m, t: collected.append(r),
-    )
+    results, seen, collected = _three_rounds(True)
     assert len(results) == 3 and [r.round for r in results] == seen
     _check_stream(results, calls)
     assert collected == _collected(calls)  # every collection reported, learned or not
