@@ -27,6 +27,7 @@ trained on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import statistics
@@ -280,11 +281,9 @@ class _Actor(threading.Thread):
         """The collections finished so far, waiting for one if there is none and the actor has
         not ended (then ``[]``); re-raises the actor's exception."""
         items = [] if self.ended else [self.finished.get()]
-        try:
+        with contextlib.suppress(queue.Empty):
             while True:
                 items.append(self.finished.get_nowait())
-        except queue.Empty:
-            pass
         self.ended = self.ended or any(item is _END for item in items)
         for item in items:
             if isinstance(item, BaseException):
@@ -338,8 +337,7 @@ def _async_rounds(
                 on_round(result)
         clean = True
     finally:
-        actor.halt()
-        actor.consumed(window)  # unblock an actor waiting for a slot
+        actor.halt()  # an actor waiting for a slot sees it within its poll interval
         while not actor.ended:  # let the collection in flight finish before the farm stops
             try:
                 batch = actor.take()
