@@ -199,6 +199,13 @@ class SFTPolicy:
     tasks_key: str  # key of the per-round task list (its registered evaluation)
 
 
+def sft_key(cfg: Config, settings: LearningBenchSettings) -> str:
+    """Cache key of a bootstrap: its config without ``algorithm.*`` (the bootstrap reads no RL
+    setting, so tuning an algorithm keeps the cached SFT policy) and the SFT budget."""
+    flat = {k: v for k, v in cfg.to_flat_dict().items() if not k.startswith("algorithm.")}
+    return _digest([flat, settings.sft_episodes_per_device, settings.sft_steps])
+
+
 def bootstrap_sft(
     settings: LearningBenchSettings,
     task_set: str,
@@ -211,8 +218,7 @@ def bootstrap_sft(
     from distrl_tasks.stages.bootstrap import SFTSettings
 
     cfg = run_config(settings, task_set, latency=False)
-    key = _digest([cfg.to_flat_dict(), settings.sft_episodes_per_device, settings.sft_steps])
-    workdir = root / f"sft-{task_set}-{key}"
+    workdir = root / f"sft-{task_set}-{sft_key(cfg, settings)}"
     _new_project(workdir)
     ag, started = cfg.agent, time.perf_counter()
     boot = bootstrap.run(

@@ -17,6 +17,13 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
   with ``A`` the Retrace advantage (``functional.retrace`` returns it already multiplied by
   ``min(rho_bar, rho)``), ``w`` the prioritized-replay importance weights and ``H`` the policy's
   entropy summed over the action's tokens (``AutoUIPolicy.score``).
+  With ``policy_advantage = "positive"`` the policy term becomes the released code's
+  ``-E[w * min(rho_bar, rho) * 1[A > 0] * log pi]``: only actions that beat the critic are
+  pushed up, nothing is pushed down. The paper's signed form lowers the log-probability of
+  every token of a below-baseline action, format tokens included; with small rounds, mostly
+  negative advantages (penalties) and no trust region, that raises the entropy until greedy
+  decoding breaks (measured in benchmarks/RESULTS.md), which is why the released code, and
+  our default, binarise.
 * ``P_inv`` estimator: the probability the policy puts on an invalid action is estimated from
   replayed invalid actions by importance sampling, ``P_inv ~ E_mu[1[invalid] * rho]``. The term
   uses ``rho~ = exp(log pi - sg(log pi)) * sg(min(rho_bar, rho))``: its value is the truncated
@@ -68,6 +75,7 @@ def actor_loss(
     entropy_coef: float,
     invalid_coef: float,
     rho_bar: float = 1.0,
+    positive_only: bool = False,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """A-RIDE's actor loss (see the module docstring); averages run over real steps.
 
@@ -81,17 +89,21 @@ def actor_loss(
         mask: ``[B, T]`` bool, real steps.
         entropy_coef: ``beta``.
         invalid_coef: ``lambda_inv``.
-        rho_bar: Truncation of the importance ratio in the invalid-action term.
+        rho_bar: Truncation of the importance ratio (invalid-action term, ``positive_only``).
+        positive_only: Replace ``min(rho_bar, rho) * A`` by ``min(rho_bar, rho) * 1[A > 0]``.
 
     Returns:
         ``(loss, terms)`` with ``terms`` holding ``losses/policy``, ``losses/entropy`` (the
         mean entropy, a bonus) and ``losses/invalid`` (the estimated ``P_inv``).
     """
     w = weights.to(log_probs.dtype).unsqueeze(1).expand_as(log_probs)
-    policy = masked_average(-w * pg_advantages.detach() * log_probs, mask)
-    ent = masked_average(w * entropy, mask)
     lp_const = log_probs.detach()
     rho = torch.exp(lp_const - behavior_log_probs).clamp(max=rho_bar)
+    coef = pg_advantages.detach()
+    if positive_only:  # sign(min(rho_bar, rho) * A) = sign(A) since rho > 0
+        coef = rho * (coef > 0).to(rho.dtype)
+    policy = masked_average(-w * coef * log_probs, mask)
+    ent = masked_average(w * entropy, mask)
     rho_tilde = torch.exp(log_probs - lp_const) * rho
     p_invalid = masked_average(w * invalid.to(log_probs.dtype) * rho_tilde, mask)
     loss = policy - entropy_coef * ent + invalid_coef * p_invalid
@@ -117,6 +129,8 @@ class DistRL:
         critic: The step critic.
         gamma, lambda_, rho_bar, c_bar: Retrace parameters.
         entropy_coef, invalid_coef: ``beta`` and ``lambda_inv`` of the actor loss.
+        policy_advantage: ``"positive"`` (released code: push up ``1[A > 0]`` only) or
+            ``"signed"`` (paper: ``A`` itself); see the module docstring.
         sequence_length: Steps per sampled window.
         priority_weights: DPER ``(w1, w2, w3)``.
         priority_beta: Importance-weight exponent of prioritized sampling.
@@ -139,6 +153,7 @@ class DistRL:
         c_bar: float = 1.0,
         entropy_coef: float = 0.01,
         invalid_coef: float = 1.0,
+        policy_advantage: str = "positive",
         sequence_length: int = 3,
         priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01),
         priority_beta: float = 0.4,
@@ -153,6 +168,11 @@ class DistRL:
         self.gamma, self.lambda_ = float(gamma), float(lambda_)
         self.rho_bar, self.c_bar = float(rho_bar), float(c_bar)
         self.entropy_coef, self.invalid_coef = float(entropy_coef), float(invalid_coef)
+        if policy_advantage not in ("positive", "signed"):
+            raise ValueError(
+                f"policy_advantage must be 'positive' or 'signed', got {policy_advantage!r}"
+            )
+        self.positive_only = policy_advantage == "positive"
         self.sequence_length = int(sequence_length)
         self.priority_weights = tuple(float(w) for w in priority_weights)
         self.priority_beta = float(priority_beta)
@@ -178,6 +198,7 @@ class DistRL:
             c_bar=a.c_bar,
             entropy_coef=a.entropy_coef,
             invalid_coef=a.invalid_coef,
+            policy_advantage=a.policy_advantage,
             sequence_length=a.sequence_length,
             priority_weights=a.priority_weights,
             priority_beta=a.priority_beta,
@@ -308,6 +329,7 @@ class DistRL:
             entropy_coef=self.entropy_coef,
             invalid_coef=self.invalid_coef,
             rho_bar=self.rho_bar,
+            positive_only=self.positive_only,
         )
         self._pending = (batch.slots.copy(), self._priorities(ev, log_probs, batch, mask))
         terms["losses/value"] = critic_loss

@@ -184,6 +184,43 @@ def test_distrl_actor_loss_hand_computed():
     assert log_probs.grad[0, 1].item() == pytest.approx(0.25 + 0.5 * math.exp(-1))
 
 
+def test_distrl_actor_loss_positive_only_hand_computed():
+    log_probs = torch.tensor([[-0.5, -2.0, -1.0]], requires_grad=True)
+    mu = torch.tensor([[-1.0, -1.0, -1.0]])  # rho = [e^0.5 -> clipped 1, e^-1, 1]
+    entropy = torch.zeros(1, 3)
+    adv = torch.tensor([[0.3, 0.2, -1.0]])  # only the sign matters
+    invalid = torch.tensor([[False, False, True]])
+    w = torch.tensor([0.5])
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    loss, terms = actor_loss(
+        log_probs,
+        mu,
+        entropy,
+        adv,
+        invalid,
+        w,
+        mask,
+        entropy_coef=0.1,
+        invalid_coef=2.0,
+        positive_only=True,
+    )
+    # coef = min(1, rho) * 1[A > 0] = [1, e^-1, 0]; policy = mean(-w coef log pi)
+    policy = (0.5 * 0.5 + 0.5 * math.exp(-1) * 2.0) / 3
+    assert terms["losses/policy"].item() == pytest.approx(policy)
+    assert terms["losses/invalid"].item() == pytest.approx(0.5 / 3)
+    assert loss.item() == pytest.approx(policy + 2 * 0.5 / 3)
+    loss.backward()
+    # below-baseline step 2 gets no policy gradient, only the invalid-action push
+    expected = [-0.5 / 3, -0.5 * math.exp(-1) / 3, 2 * 0.5 / 3]
+    assert log_probs.grad[0].tolist() == pytest.approx(expected)
+
+
+def test_distrl_rejects_unknown_policy_advantage(policy):
+    critic = build_algorithm(config_from_dict({}), policy).critic
+    with pytest.raises(ValueError, match="policy_advantage must be"):
+        DistRL(policy, critic, policy_advantage="clipped")
+
+
 def test_distrl_reward_is_environment_reward_plus_penalty(policy):
     rows = on_policy(policy, trajectory("a", [GOOD], [1.0], penalties=[-0.4]))
     algo = DistRL(policy, build_algorithm(config_from_dict({}), policy).critic)
@@ -198,7 +235,10 @@ def test_distrl_reward_is_environment_reward_plus_penalty(policy):
 # --- DistRL ---------------------------------------------------------------------------------
 
 
-def test_distrl_actor_raises_positive_advantage_and_lowers_invalid_actions(policy):
+@pytest.mark.parametrize("policy_advantage", ["positive", "signed"])
+def test_distrl_actor_raises_positive_advantage_and_lowers_invalid_actions(
+    policy, policy_advantage
+):
     rows = []
     for i in range(3):
         rows += trajectory(f"g{i}", [GOOD], [1.0], seed=i)
@@ -207,8 +247,16 @@ def test_distrl_actor_raises_positive_advantage_and_lowers_invalid_actions(polic
     good = [r for r in rows if r["action"] == GOOD]
     junk = [r for r in rows if r["action"] == JUNK]
     before_good, before_junk = log_prob_of(policy, good), log_prob_of(policy, junk)
-    cfg = config_from_dict({"algorithm": {"sequence_length": 1, "entropy_coef": 0.0}})
-    algo = build_algorithm(cfg, policy)
+    # with "positive" the invalid-action term is the only force lowering JUNK, so it weighs more
+    invalid_coef = 4.0 if policy_advantage == "positive" else 1.0
+    algo_cfg = {
+        "sequence_length": 1,
+        "entropy_coef": 0.0,
+        "invalid_coef": invalid_coef,
+        "policy_advantage": policy_advantage,
+    }
+    algo = build_algorithm(config_from_dict({"algorithm": algo_cfg}), policy)
+    assert algo.positive_only == (policy_advantage == "positive")
     replay = make_replay(rows)
     opt = optimizer_for(algo, lr=1e-3)
     rng = np.random.default_rng(0)

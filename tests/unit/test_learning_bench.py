@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 
 import pytest
 from PIL import Image
 
 from distrl_tasks import learning_report as rep
-from distrl_tasks.learning_bench import LearningBenchSettings, run_config
+from distrl_tasks.learning_bench import LearningBenchSettings, run_config, sft_key
 from distrl_tasks.learning_report import RoundPoint, RunRecord
 
 
@@ -187,6 +188,18 @@ def test_presets_and_run_config() -> None:
         LearningBenchSettings(methods=("ppo",))
     with pytest.raises(ValueError, match="seeds"):
         LearningBenchSettings(seeds=(1, 1))
+
+
+def test_sft_cache_key_ignores_rl_settings_only() -> None:
+    smoke = LearningBenchSettings.smoke()
+    base = run_config(smoke, "general", latency=False)
+    key = sft_key(base, smoke)
+    rl = dataclasses.replace(base.algorithm, lm_lr=3e-5, policy_advantage="signed")
+    assert sft_key(dataclasses.replace(base, algorithm=rl), smoke) == key
+    sft = dataclasses.replace(base.agent, sft_lr=base.agent.sft_lr * 2)
+    assert sft_key(dataclasses.replace(base, agent=sft), smoke) != key
+    assert sft_key(base, dataclasses.replace(smoke, sft_steps=7)) != key
+    assert sft_key(run_config(smoke, "webshop", latency=False), smoke) != key
 
 
 def test_cli_flags_become_settings() -> None:
