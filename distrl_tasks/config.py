@@ -193,7 +193,7 @@ class AlgorithmConfig:
     c_bar: float = 1.0  # truncation of importance ratios in the traces
     entropy_coef: float = 0.01  # beta: weight of the entropy bonus
     invalid_coef: float = 1.0  # lambda_inv: weight of the invalid-action penalty
-    policy_advantage: Literal["positive", "signed"] = "positive"  # DistRL actor: 1[A>0] or A
+    policy_advantage: Literal["signed", "positive"] = "signed"  # DistRL actor: A or 1[A>0]
     lm_lr: float = 1e-5  # policy learning rate (papers: 1e-4; it breaks the tiny SFT policy)
     critic_lr: float = 1e-4  # critic learning rate
     max_grad_norm: float = 0.01  # gradient clipping (papers' code: 0.01)

@@ -17,13 +17,12 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
   with ``A`` the Retrace advantage (``functional.retrace`` returns it already multiplied by
   ``min(rho_bar, rho)``), ``w`` the prioritized-replay importance weights and ``H`` the policy's
   entropy summed over the action's tokens (``AutoUIPolicy.score``).
-  With ``policy_advantage = "positive"`` the policy term becomes the released code's
+  ``policy_advantage = "positive"`` swaps the policy term for the released code's
   ``-E[w * min(rho_bar, rho) * 1[A > 0] * log pi]``: only actions that beat the critic are
-  pushed up, nothing is pushed down. The paper's signed form lowers the log-probability of
-  every token of a below-baseline action, format tokens included; with small rounds, mostly
-  negative advantages (penalties) and no trust region, that raises the entropy until greedy
-  decoding breaks (measured in benchmarks/RESULTS.md), which is why the released code, and
-  our default, binarise.
+  pushed up. The paper's signed form (the default) also lowers every token of a below-baseline
+  action, format tokens included, which can raise the entropy until greedy decoding breaks;
+  benchmarks/RESULTS.md compares the two (within noise of each other on the simulator, and the
+  entropy bonus, summed over an action's tokens, destabilises both at larger learning rates).
 * ``P_inv`` estimator: the probability the policy puts on an invalid action is estimated from
   replayed invalid actions by importance sampling, ``P_inv ~ E_mu[1[invalid] * rho]``. The term
   uses ``rho~ = exp(log pi - sg(log pi)) * sg(min(rho_bar, rho))``: its value is the truncated
@@ -129,8 +128,8 @@ class DistRL:
         critic: The step critic.
         gamma, lambda_, rho_bar, c_bar: Retrace parameters.
         entropy_coef, invalid_coef: ``beta`` and ``lambda_inv`` of the actor loss.
-        policy_advantage: ``"positive"`` (released code: push up ``1[A > 0]`` only) or
-            ``"signed"`` (paper: ``A`` itself); see the module docstring.
+        policy_advantage: ``"signed"`` (paper: ``A`` itself) or ``"positive"`` (released
+            code: push up ``1[A > 0]`` only); see the module docstring.
         sequence_length: Steps per sampled window.
         priority_weights: DPER ``(w1, w2, w3)``.
         priority_beta: Importance-weight exponent of prioritized sampling.
@@ -153,7 +152,7 @@ class DistRL:
         c_bar: float = 1.0,
         entropy_coef: float = 0.01,
         invalid_coef: float = 1.0,
-        policy_advantage: str = "positive",
+        policy_advantage: str = "signed",
         sequence_length: int = 3,
         priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01),
         priority_beta: float = 0.4,
