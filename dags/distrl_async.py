@@ -3,7 +3,7 @@
 ``distrl_actor`` collects one round per run with whatever policy carries the registry's
 "behavior" alias at that moment, labels and versions it, and emits the ``distrl_trajectories``
 Asset (event extra: round, data_version, the run's Params). It runs back to back: ``schedule=None``
-and its last task re-triggers it with ``round + 1`` while ``round + 1 < rounds``
+and its last task re-triggers it with ``round + 1`` while ``round < rounds``
 (``max_active_runs=1`` queues the next run until this one, farm teardown included, is done).
 
 ``distrl_learner`` is scheduled on that Asset. Each run takes the newest event it was triggered by

@@ -5,10 +5,11 @@
       -> trigger_next_round;  evaluate -> stop_farm (teardown)
 
 Rounds: a static DAG cannot loop, and mapping rounds as sequential task groups would fix their
-number at parse time. So each run processes the round in its ``round`` Param and, while
-``round + 1 < rounds``, its last task triggers a new ``distrl_round`` run with ``round + 1`` (same
-Params). ``max_active_runs=1`` queues that run until this one (teardown included) has finished,
-so two rounds never share the farm. Re-running a round is safe: every stage is idempotent.
+number at parse time. So each run processes the round in its ``round`` Param (from 1, as the
+CLI and dvc.yaml number them; round 0 is the SFT bootstrap) and, while ``round < rounds``, its
+last task triggers a new ``distrl_round`` run with ``round + 1`` (same Params).
+``max_active_runs=1`` queues that run until this one (teardown included) has finished, so two
+rounds never share the farm. Re-running a round is safe: every stage is idempotent.
 
 The file is thin on purpose: each task is one call into ``distrl_tasks.stages.<name>``, stage
 modules are imported inside the tasks, nothing runs at parse time, and XCom carries only the

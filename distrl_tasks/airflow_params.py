@@ -49,15 +49,16 @@ def _nullable_enum(title: str, description: str, values: tuple[str, ...]) -> dic
 # name -> keyword arguments of airflow.sdk.Param (``default`` plus JSON-schema keys).
 PARAM_SPECS: dict[str, dict[str, Any]] = {
     "round": {
-        "default": 0,
+        "default": 1,
         "type": "integer",
-        "minimum": 0,
+        "minimum": 1,
         "title": "Round",
-        "description": "0-based training round this run processes.",
+        "description": "Training round this run processes, from 1 like `distrl round` and "
+        "dvc.yaml (round 0 is the SFT bootstrap).",
     },
     "rounds": _nullable_int(
         "Rounds",
-        "Total rounds of the chain; a run of round r triggers round r+1 while r+1 < rounds "
+        "Total rounds of the chain; a run of round r triggers round r+1 while r < rounds "
         "(empty: orchestration.rounds).",
         1,
         10_000,
@@ -202,11 +203,11 @@ def next_round_conf(params: Mapping[str, Any], rounds: int) -> dict[str, Any] | 
         A copy of ``params`` with ``round`` + 1 and ``rounds`` pinned (so a later edit of
         ``params.yaml`` does not change a chain in flight), or None.
     """
-    current = params.get("round", 0)
+    current = params.get("round", 1)
     _check_param("round", current)
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    if current + 1 >= rounds:
+    if current >= rounds:  # rounds are numbered 1..rounds
         return None
     return {**dict(params), "round": current + 1, "rounds": rounds}
 

@@ -95,10 +95,11 @@ def test_load_run_config_reports_bad_override_values(tmp_path) -> None:
 
 def test_next_round_conf_chains_until_the_last_round() -> None:
     params = {**DEFAULTS, "algorithm": "digirl"}
+    assert params["round"] == 1  # the Param's default: round 0 is the SFT bootstrap
     conf = next_round_conf(params, rounds=3)
-    assert conf == {**params, "round": 1, "rounds": 3}
-    assert next_round_conf(conf, rounds=3) == {**params, "round": 2, "rounds": 3}
-    assert next_round_conf({**params, "round": 2}, rounds=3) is None
+    assert conf == {**params, "round": 2, "rounds": 3}
+    assert next_round_conf(conf, rounds=3) == {**params, "round": 3, "rounds": 3}
+    assert next_round_conf({**params, "round": 3}, rounds=3) is None
     assert next_round_conf(params, rounds=1) is None
     with pytest.raises(ValueError, match="rounds must be >= 1"):
         next_round_conf(params, rounds=0)

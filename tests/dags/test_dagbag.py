@@ -135,7 +135,7 @@ def test_round_dag_params_validate_with_json_schema(dagbag: DagBag) -> None:
     assert set(params) == set(PARAM_SPECS)
     # the defaults are valid: `airflow dags test distrl_round` needs no conf
     resolved = params.validate()
-    assert resolved["round"] == 0
+    assert resolved["round"] == 1
     assert resolved["algorithm"] is None and resolved["overrides"] == []
     for name, bad in [
         ("algorithm", "ppo"),
@@ -145,6 +145,7 @@ def test_round_dag_params_validate_with_json_schema(dagbag: DagBag) -> None:
         ("task_set", "shopping"),
         ("device_kind", "phone"),
         ("round", None),
+        ("round", 0),
         ("overrides", ["no equals sign"]),
     ]:
         trial = copy.deepcopy(params)

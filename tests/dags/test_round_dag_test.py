@@ -101,23 +101,23 @@ def _xcom(dr: DagRun, task_id: str, key: str = "return_value", map_index: int = 
 
 
 def test_a_round_triggers_the_next_one_with_the_same_params(round_dag, project: Path) -> None:
-    conf = {"round": 0, "rounds": 2, "algorithm": "digirl", "overrides": ["sim.seed=3"]}
+    conf = {"round": 1, "rounds": 2, "algorithm": "digirl", "overrides": ["sim.seed=3"]}
     dr = round_dag.test(run_conf=conf, mark_success_pattern=STAGE_TASKS)
     assert dr.state == DagRunState.SUCCESS
     states = _states(dr)
     assert states[("plan_shards", -1)] == TaskInstanceState.SUCCESS
     assert states[("trigger_next_round", -1)] == TaskInstanceState.SUCCESS
-    expected_conf = {**conf, "round": 1}
+    expected_conf = {**conf, "round": 2}
     assert {k: v for k, v in _xcom(dr, "plan_next_round").items() if k in conf} == expected_conf
     next_id = _xcom(dr, "plan_next_round", key="run_id")
-    assert next_id.startswith("distrl_round__round1__")
+    assert next_id.startswith("distrl_round__round2__")
     with create_session() as session:
         (nxt,) = DagRun.find(dag_id="distrl_round", run_id=next_id, session=session)
         assert {k: v for k, v in nxt.conf.items() if k in conf} == expected_conf
 
 
 def test_the_last_round_triggers_nothing(round_dag, project: Path) -> None:
-    dr = round_dag.test(run_conf={"round": 1, "rounds": 2}, mark_success_pattern=STAGE_TASKS)
+    dr = round_dag.test(run_conf={"round": 2, "rounds": 2}, mark_success_pattern=STAGE_TASKS)
     assert dr.state == DagRunState.SUCCESS
     states = _states(dr)
     assert states[("plan_next_round", -1)] == TaskInstanceState.SUCCESS
@@ -128,7 +128,7 @@ def test_the_last_round_triggers_nothing(round_dag, project: Path) -> None:
 def test_dag_test_runs_a_tiny_round_on_the_simulator(
     round_dag, project: Path, registered_policy: int
 ) -> None:
-    dr = round_dag.test(run_conf={"round": 0})
+    dr = round_dag.test(run_conf={"round": 1})
     states = _states(dr)
     assert dr.state == DagRunState.SUCCESS, states
     assert all(s in ("success", "skipped") for s in states.values()), states

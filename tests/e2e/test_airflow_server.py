@@ -302,12 +302,12 @@ def test_rest_api_trigger_runs_a_round_to_success(airflow: AirflowDeployment) ->
     run = airflow.request(
         "POST",
         f"/api/v2/dags/{DAG_ID}/dagRuns",
-        {"dag_run_id": "api_round0", "logical_date": None, "conf": {"round": 0}},
+        {"dag_run_id": "api_round1", "logical_date": None, "conf": {"round": 1}},
     )
-    assert run["dag_run_id"] == "api_round0"
-    assert run["conf"] == {"round": 0}
-    airflow.wait_for_run("api_round0")
-    tis = airflow.request("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/api_round0/taskInstances")
+    assert run["dag_run_id"] == "api_round1"
+    assert run["conf"] == {"round": 1}
+    airflow.wait_for_run("api_round1")
+    tis = airflow.request("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/api_round1/taskInstances")
     states = {(t["task_id"], t["map_index"]): t["state"] for t in tis["task_instances"]}
     assert states[("register", -1)] == "success"
     assert states[("stop_farm", -1)] == "success"
@@ -315,7 +315,7 @@ def test_rest_api_trigger_runs_a_round_to_success(airflow: AirflowDeployment) ->
     assert states[("trigger_next_round", -1)] == "skipped"  # rounds = 1: the chain ends here
     manifest = airflow.request(
         "GET",
-        f"/api/v2/dags/{DAG_ID}/dagRuns/api_round0/taskInstances/register/xcomEntries/return_value",
+        f"/api/v2/dags/{DAG_ID}/dagRuns/api_round1/taskInstances/register/xcomEntries/return_value",
     )
     assert manifest["value"]["version"] >= 1
 
@@ -355,7 +355,7 @@ def test_trigger_button_in_the_web_ui_runs_a_round(
             run_id = new_run[0]
             airflow.wait_for_run(run_id)
             run = airflow.request("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")
-            assert run["run_type"] == "manual" and run["conf"]["round"] == 0
+            assert run["run_type"] == "manual" and run["conf"]["round"] == 1
             page.goto(f"{airflow.base_url}/dags/{DAG_ID}/runs/{run_id}")
             expect(page.get_by_text("success").first).to_be_visible(timeout=30_000)
             page.screenshot(path=str(artifacts / "run_success.png"), full_page=True)
@@ -364,17 +364,17 @@ def test_trigger_button_in_the_web_ui_runs_a_round(
 
 
 def test_actor_round_feeds_the_learner_through_the_asset(airflow: AirflowDeployment) -> None:
-    # round 1 continues from the rounds above: the actor collects with their "behavior" policy
+    # round 2 continues from the rounds above: the actor collects with their "behavior" policy
     run = airflow.request(
         "POST",
         "/api/v2/dags/distrl_actor/dagRuns",
-        {"dag_run_id": "actor_round1", "logical_date": None, "conf": {"round": 1, "rounds": 2}},
+        {"dag_run_id": "actor_round2", "logical_date": None, "conf": {"round": 2, "rounds": 2}},
     )
     assert run["state"] in ("queued", "running")
-    airflow.wait_for_run("actor_round1", dag_id="distrl_actor")
+    airflow.wait_for_run("actor_round2", dag_id="distrl_actor")
     events = airflow.request("GET", "/api/v2/assets/events?source_dag_id=distrl_actor")
     extras = [e["extra"] for e in events["asset_events"]]
-    assert [x["round"] for x in extras] == [1]
+    assert [x["round"] for x in extras] == [2]
     assert extras[0]["data_version"] and extras[0]["params"]["rounds"] == 2
     learner_runs = airflow.wait_until(
         "the learner run the asset event schedules",
@@ -384,10 +384,10 @@ def test_actor_round_feeds_the_learner_through_the_asset(airflow: AirflowDeploym
     assert [r["run_type"] for r in learner_runs] == ["asset_triggered"]
     airflow.wait_for_run(learner_runs[0]["dag_run_id"], dag_id="distrl_learner")
     registered = airflow.xcom("distrl_learner", learner_runs[0]["dag_run_id"], "register")
-    assert registered["round"] == 1 and registered["behavior"] == registered["version"]
-    # round 1 is the last of a 2-round chain: the actor did not re-trigger itself
-    tis = airflow.request("GET", "/api/v2/dags/distrl_actor/dagRuns/actor_round1/taskInstances")
+    assert registered["round"] == 2 and registered["behavior"] == registered["version"]
+    # round 2 is the last of a 2-round chain: the actor did not re-trigger itself
+    tis = airflow.request("GET", "/api/v2/dags/distrl_actor/dagRuns/actor_round2/taskInstances")
     states = {t["task_id"]: t["state"] for t in tis["task_instances"]}
     assert states["trigger_next_round"] == "skipped" and states["stop_farm"] == "success"
     actor_runs = airflow.request("GET", "/api/v2/dags/distrl_actor/dagRuns")["dag_runs"]
-    assert [r["dag_run_id"] for r in actor_runs] == ["actor_round1"]
+    assert [r["dag_run_id"] for r in actor_runs] == ["actor_round2"]
