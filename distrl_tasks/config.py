@@ -194,6 +194,7 @@ class AlgorithmConfig:
     entropy_coef: float = 0.01  # beta: weight of the entropy bonus
     invalid_coef: float = 1.0  # lambda_inv: weight of the invalid-action penalty
     policy_advantage: Literal["signed", "positive"] = "signed"  # DistRL actor: A or 1[A>0]
+    ratio_clip: float = 0.0  # DistRL: PPO-style trust region eps on pi/mu (0 = off, the paper)
     lm_lr: float = 1e-5  # policy learning rate (papers: 1e-4; it breaks the tiny SFT policy)
     critic_lr: float = 1e-4  # critic learning rate
     max_grad_norm: float = 0.01  # gradient clipping (papers' code: 0.01)
@@ -235,6 +236,7 @@ class AlgorithmConfig:
         _check(0.0 <= self.priority_alpha <= 1.0, f"{key}.priority_alpha", "must be in [0, 1]")
         _check(0.0 <= self.priority_beta <= 1.0, f"{key}.priority_beta", "must be in [0, 1]")
         _check(self.priority_rho_clip > 0, f"{key}.priority_rho_clip", "must be > 0")
+        _check(0.0 <= self.ratio_clip < 1.0, f"{key}.ratio_clip", "must be in [0, 1)")
         _check(0.0 <= self.digirl_lambda <= 1.0, f"{key}.digirl_lambda", "must be in [0, 1]")
 
 

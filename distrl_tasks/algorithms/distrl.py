@@ -23,6 +23,11 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
   action, format tokens included, which can raise the entropy until greedy decoding breaks;
   benchmarks/RESULTS.md compares the two (within noise of each other on the simulator, and the
   entropy bonus, summed over an action's tokens, destabilises both at larger learning rates).
+* Trust region (``ratio_clip = eps > 0``; not in the paper): PPO's clip as a gradient mask.
+  A step whose ratio ``rho = pi / mu`` already left ``[1 - eps, 1 + eps]`` in the direction its
+  advantage pushes (``A > 0, rho > 1 + eps`` or ``A < 0, rho < 1 - eps``) gets no policy
+  gradient, which is exactly the gradient of PPO's ``min(rho A, clip(rho, 1 - eps, 1 + eps) A)``
+  where ``rho <= rho_bar``; the other steps keep A-RIDE's gradient.
 * ``P_inv`` estimator: the probability the policy puts on an invalid action is estimated from
   replayed invalid actions by importance sampling, ``P_inv ~ E_mu[1[invalid] * rho]``. The term
   uses ``rho~ = exp(log pi - sg(log pi)) * sg(min(rho_bar, rho))``: its value is the truncated
@@ -75,6 +80,7 @@ def actor_loss(
     invalid_coef: float,
     rho_bar: float = 1.0,
     positive_only: bool = False,
+    ratio_clip: float = 0.0,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """A-RIDE's actor loss (see the module docstring); averages run over real steps.
 
@@ -90,6 +96,7 @@ def actor_loss(
         invalid_coef: ``lambda_inv``.
         rho_bar: Truncation of the importance ratio (invalid-action term, ``positive_only``).
         positive_only: Replace ``min(rho_bar, rho) * A`` by ``min(rho_bar, rho) * 1[A > 0]``.
+        ratio_clip: ``eps`` of the trust-region mask (0 = off).
 
     Returns:
         ``(loss, terms)`` with ``terms`` holding ``losses/policy``, ``losses/entropy`` (the
@@ -99,7 +106,11 @@ def actor_loss(
     lp_const = log_probs.detach()
     rho = torch.exp(lp_const - behavior_log_probs).clamp(max=rho_bar)
     coef = pg_advantages.detach()
-    if positive_only:  # sign(min(rho_bar, rho) * A) = sign(A) since rho > 0
+    if ratio_clip > 0:  # sign(min(rho_bar, rho) * A) = sign(A) since rho > 0
+        ratio = torch.exp(lp_const - behavior_log_probs)
+        gone = ((coef > 0) & (ratio > 1 + ratio_clip)) | ((coef < 0) & (ratio < 1 - ratio_clip))
+        coef = torch.where(gone, torch.zeros_like(coef), coef)
+    if positive_only:
         coef = rho * (coef > 0).to(rho.dtype)
     policy = masked_average(-w * coef * log_probs, mask)
     ent = masked_average(w * entropy, mask)
@@ -130,6 +141,7 @@ class DistRL:
         entropy_coef, invalid_coef: ``beta`` and ``lambda_inv`` of the actor loss.
         policy_advantage: ``"signed"`` (paper: ``A`` itself) or ``"positive"`` (released
             code: push up ``1[A > 0]`` only); see the module docstring.
+        ratio_clip: ``eps`` of the PPO-style trust-region mask on the policy term (0 = off).
         sequence_length: Steps per sampled window.
         priority_weights: DPER ``(w1, w2, w3)``.
         priority_beta: Importance-weight exponent of prioritized sampling.
@@ -153,6 +165,7 @@ class DistRL:
         entropy_coef: float = 0.01,
         invalid_coef: float = 1.0,
         policy_advantage: str = "signed",
+        ratio_clip: float = 0.0,
         sequence_length: int = 3,
         priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01),
         priority_beta: float = 0.4,
@@ -172,6 +185,9 @@ class DistRL:
                 f"policy_advantage must be 'positive' or 'signed', got {policy_advantage!r}"
             )
         self.positive_only = policy_advantage == "positive"
+        if not 0.0 <= ratio_clip < 1.0:
+            raise ValueError(f"ratio_clip must be in [0, 1), got {ratio_clip}")
+        self.ratio_clip = float(ratio_clip)
         self.sequence_length = int(sequence_length)
         self.priority_weights = tuple(float(w) for w in priority_weights)
         self.priority_beta = float(priority_beta)
@@ -198,6 +214,7 @@ class DistRL:
             entropy_coef=a.entropy_coef,
             invalid_coef=a.invalid_coef,
             policy_advantage=a.policy_advantage,
+            ratio_clip=a.ratio_clip,
             sequence_length=a.sequence_length,
             priority_weights=a.priority_weights,
             priority_beta=a.priority_beta,
@@ -329,6 +346,7 @@ class DistRL:
             invalid_coef=self.invalid_coef,
             rho_bar=self.rho_bar,
             positive_only=self.positive_only,
+            ratio_clip=self.ratio_clip,
         )
         self._pending = (batch.slots.copy(), self._priorities(ev, log_probs, batch, mask))
         terms["losses/value"] = critic_loss

@@ -215,10 +215,37 @@ def test_distrl_actor_loss_positive_only_hand_computed():
     assert log_probs.grad[0].tolist() == pytest.approx(expected)
 
 
+def test_distrl_actor_loss_ratio_clip_masks_steps_outside_the_trust_region():
+    # rho = pi / mu = [e^0.5, e^0.5, e^-0.5, e^-0.5, 1]; eps = 0.2: [1.65 and 0.61 are outside]
+    log_probs = torch.tensor([[-0.5, -0.5, -1.5, -1.5, -1.0]], requires_grad=True)
+    mu = torch.full((1, 5), -1.0)
+    adv = torch.tensor([[0.4, -0.4, 0.4, -0.4, -0.4]])
+    mask = torch.ones(1, 5, dtype=torch.bool)
+    loss, terms = actor_loss(
+        log_probs,
+        mu,
+        torch.zeros(1, 5),
+        adv,
+        torch.zeros(1, 5, dtype=torch.bool),
+        torch.ones(1),
+        mask,
+        entropy_coef=0.0,
+        invalid_coef=0.0,
+        ratio_clip=0.2,
+    )
+    loss.backward()
+    # masked: A > 0 with rho > 1.2 (step 0), A < 0 with rho < 0.8 (step 3); the rest keep -A / 5
+    assert log_probs.grad[0].tolist() == pytest.approx([0.0, 0.08, -0.08, 0.0, 0.08])
+    # policy = mean(-coef log pi) over the kept steps 1, 2, 4: (-0.2 + 0.6 - 0.4) / 5
+    assert terms["losses/policy"].item() == pytest.approx(0.0, abs=1e-7)
+
+
 def test_distrl_rejects_unknown_policy_advantage(policy):
     critic = build_algorithm(config_from_dict({}), policy).critic
     with pytest.raises(ValueError, match="policy_advantage must be"):
         DistRL(policy, critic, policy_advantage="clipped")
+    with pytest.raises(ValueError, match="ratio_clip must be"):
+        DistRL(policy, critic, ratio_clip=1.5)
 
 
 def test_distrl_reward_is_environment_reward_plus_penalty(policy):
