@@ -104,10 +104,11 @@ def actor_loss(
     """
     w = weights.to(log_probs.dtype).unsqueeze(1).expand_as(log_probs)
     lp_const = log_probs.detach()
-    rho = torch.exp(lp_const - behavior_log_probs).clamp(max=rho_bar)
+    ratio = torch.exp(lp_const - behavior_log_probs)
+    rho = ratio.clamp(max=rho_bar)
+    # sign(min(rho_bar, rho) * A) = sign(A) since rho > 0, so the sign of coef is A's
     coef = pg_advantages.detach()
-    if ratio_clip > 0:  # sign(min(rho_bar, rho) * A) = sign(A) since rho > 0
-        ratio = torch.exp(lp_const - behavior_log_probs)
+    if ratio_clip > 0:
         gone = ((coef > 0) & (ratio > 1 + ratio_clip)) | ((coef < 0) & (ratio < 1 - ratio_clip))
         coef = torch.where(gone, torch.zeros_like(coef), coef)
     if positive_only:
