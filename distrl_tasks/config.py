@@ -8,9 +8,6 @@ type or an impossible value raises :class:`ConfigError` naming the dotted key.
 from __future__ import annotations
 
 import dataclasses
-import re
-import types
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +15,27 @@ from typing import Any, Literal
 
 import yaml
 
+from distrl_tasks.typed_yaml import ConfigError, apply_override, build_dataclass, parse_override
+
+__all__ = [
+    "AgentConfig",
+    "AlgorithmConfig",
+    "Config",
+    "ConfigError",
+    "DataConfig",
+    "EnvConfig",
+    "EvaluatorConfig",
+    "FaultConfig",
+    "LatencyConfig",
+    "OrchestrationConfig",
+    "SimConfig",
+    "TrackingConfig",
+    "config_from_dict",
+    "load_config",
+    "parse_override",
+]
+
 TASK_SETS = ("general", "webshop")
-
-
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown, mistyped or impossible."""
 
 
 def _check(ok: bool, key: str, msg: str) -> None:
@@ -362,106 +375,11 @@ class Config:
         return out
 
 
-def _coerce(value: Any, tp: Any, key: str) -> Any:
-    """Check ``value`` against the annotation ``tp`` and convert YAML shapes (list -> tuple)."""
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
-        return _build(tp, value, key)
-    if origin is Literal:
-        allowed = typing.get_args(tp)
-        if value not in allowed:
-            hint = " (YAML reads unquoted no/yes/on/off as booleans: quote it)"
-            raise ConfigError(
-                f"{key}: must be one of {list(allowed)}, got {value!r}"
-                + (hint if isinstance(value, bool) else "")
-            )
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(tp):
-            try:
-                return _coerce(value, arg, key)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{key}: {value!r} does not match {tp}")
-    if origin is tuple:
-        args = typing.get_args(tp)
-        if not isinstance(value, Sequence) or isinstance(value, str):
-            raise ConfigError(f"{key}: expected a list of {len(args)} values, got {value!r}")
-        if len(value) != len(args):
-            raise ConfigError(f"{key}: expected {len(args)} values, got {len(value)}")
-        return tuple(
-            _coerce(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True))
-        )
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true/false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()):
-            return float(value)  # YAML 1.1 reads "1e-5" (no dot) as a string
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{key}: expected a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
-        return value
-    if tp is type(None):
-        if value is not None:
-            raise ConfigError(f"{key}: expected null, got {value!r}")
-        return None
-    raise ConfigError(f"{key}: unsupported annotation {tp}")  # a bug in this module, not the YAML
-
-
-def _build(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        where = f"{prefix}." if prefix else ""
-        raise ConfigError(
-            f"unknown key {where}{unknown[0]} (valid keys here: {', '.join(sorted(names))})"
-        )
-    kwargs = {
-        name: _coerce(value, hints[name], f"{prefix}.{name}" if prefix else name)
-        for name, value in data.items()
-    }
-    return cls(**kwargs)
-
-
-def _apply_override(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = tree
-    for part in parts[:-1]:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ConfigError(f"override {dotted}: {part} is not a section")
-        node = child
-    node[parts[-1]] = value
-
-
 def config_from_dict(data: Mapping[str, Any] | None) -> Config:
     """Build and validate a :class:`Config` from a plain nested mapping."""
-    cfg = _build(Config, dict(data or {}), "")
+    cfg = build_dataclass(Config, dict(data or {}), "")
     cfg.validate()
     return cfg
-
-
-def parse_override(text: str) -> tuple[str, Any]:
-    """Parse a ``section.key=value`` command-line override; the value is read as YAML."""
-    if "=" not in text:
-        raise ConfigError(f"override {text!r}: expected section.key=value")
-    key, raw = text.split("=", 1)
-    return key.strip(), yaml.safe_load(raw)
-
-
-_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def load_config(
@@ -495,5 +413,5 @@ def load_config(
         else (parse_override(o) for o in (overrides or ()))
     )
     for key, value in items:
-        _apply_override(tree, key, value)
+        apply_override(tree, key, value)
     return config_from_dict(tree)
