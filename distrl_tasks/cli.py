@@ -54,6 +54,12 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--allow-kill", action="store_true", help="let `adb kill-server` stop this server"
     )
+    serve.add_argument(
+        "--exit-with",
+        type=int,
+        metavar="PID",
+        help="stop when process PID is gone (the process that owns this farm)",
+    )
     add_config_flags(serve)
     serve.set_defaults(func=_cmd_sim_serve)
 
@@ -111,6 +117,8 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        if args.exit_with is not None:
+            watchdog = asyncio.create_task(_stop_when_gone(args.exit_with, stop))
         serials = farm.serials
         extras = [
             name
@@ -127,11 +135,25 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
         try:
             await server.serve_until(stop)
         finally:
+            if args.exit_with is not None:
+                watchdog.cancel()
             await server.close()
         print("distrl sim: stopped", flush=True)
 
     asyncio.run(serve())
     return 0
+
+
+async def _stop_when_gone(pid: int, stop: asyncio.Event, poll_s: float = 0.5) -> None:
+    """Set ``stop`` once process ``pid`` has exited: a farm never outlives its owner."""
+    from distrl_tasks.stages.farm import process_alive
+
+    while not stop.is_set():
+        if not process_alive(pid):
+            print(f"distrl sim: owner process {pid} is gone; stopping", flush=True)
+            stop.set()
+            return
+        await asyncio.sleep(poll_s)
 
 
 def _cmd_sim_expert(args: argparse.Namespace) -> int:

@@ -185,7 +185,7 @@ def run_rounds(
         raise ValueError(f"budget_s must be > 0, got {budget_s}")
     bootstrap.run(cfg, workdir=workdir)
     results: list[RoundResult] = []
-    record = farm.start(cfg, workdir=workdir)
+    record = farm.start(cfg, workdir=workdir, owner_pid=os.getpid())
     try:
         if cfg.orchestration.asynchronous:
             results = _async_rounds(

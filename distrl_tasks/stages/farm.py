@@ -6,6 +6,9 @@ as a detached process (it must
 outlive the Airflow task that starts it), records ``runs/farm.json`` (host, port, pid, serials),
 and waits until the ADB server lists every device. ``stop`` terminates it. Both are idempotent:
 starting a farm that is already serving returns its record; stopping a stopped farm is a no-op.
+A caller that owns the farm for its own lifetime (``distrl round``, the demo, the benchmark, a
+notebook) passes ``owner_pid``: the farm then also exits when that process dies without calling
+``stop`` (SIGKILL, a crash), instead of lingering on its port.
 """
 
 from __future__ import annotations
@@ -32,14 +35,20 @@ def _record_path(workdir: str | os.PathLike) -> Path:
     return Path(workdir) / RECORD
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (an exited process its parent has not reaped yet, a
+    zombie, counts as gone where ``/proc`` tells)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # it exists, owned by another user
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (macOS) or it just exited: the signal probe above answered
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # the state field follows "(comm)"
 
 
 def _listening(host: str, port: int) -> bool:
@@ -78,14 +87,27 @@ def _expected_serials(n: int) -> list[str]:
     return [f"emulator-{5554 + 2 * i}" for i in range(n)]
 
 
-def start(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
-    """Start (or find) the farm for ``cfg`` and return ``{host, port, pid, serials}``."""
+def start(
+    cfg: Config, *, workdir: str | os.PathLike = ".", owner_pid: int | None = None
+) -> dict[str, Any]:
+    """Start (or find) the farm for ``cfg`` and return ``{host, port, pid, serials}``.
+
+    Args:
+        cfg: the configuration (``sim.*``, topology, ``env.device_kind``).
+        workdir: project working directory (``runs/farm.json``, ``runs/farm.log``).
+        owner_pid: a farm started here exits by itself once this process is gone (None: it
+            lives until :func:`stop`, as the Airflow setup task needs). A farm that is already
+            serving is returned as it is.
+    """
     if cfg.env.device_kind != "sim":
         return _start_emulators(cfg, workdir)
     path = _record_path(workdir)
     if path.is_file():
         record = json.loads(path.read_text())
-        if _alive(record["pid"]) and _serials(record["host"], record["port"]) == record["serials"]:
+        if (
+            process_alive(record["pid"])
+            and _serials(record["host"], record["port"]) == record["serials"]
+        ):
             return record
         path.unlink()  # a stale record from a farm that died: start a fresh one
     host = cfg.sim.host
@@ -113,6 +135,8 @@ def start(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
         argv += ["--latency", "--set", f"sim.latency.time_scale={cfg.sim.latency.time_scale}"]
     if cfg.sim.faults.enabled:
         argv.append("--faults")
+    if owner_pid is not None:
+        argv += ["--exit-with", str(owner_pid)]
     with open(Path(workdir) / LOG, "ab") as log:
         # a new session: the farm survives the task process that started it
         proc = subprocess.Popen(
@@ -142,15 +166,18 @@ def stop(cfg: Config, *, workdir: str | os.PathLike = ".") -> dict[str, Any]:
         return {"stopped": False}
     record = json.loads(path.read_text())
     stopped = False
-    if record.get("kind") == "sim" and _alive(record["pid"]):
-        os.kill(record["pid"], signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while _alive(record["pid"]) and time.monotonic() < deadline:
-            _reap(record["pid"])
-            time.sleep(0.1)
-        if _alive(record["pid"]):
-            os.kill(record["pid"], signal.SIGKILL)
-        stopped = True
+    if record.get("kind") == "sim":
+        pid = record["pid"]
+        if process_alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while process_alive(pid) and time.monotonic() < deadline:
+                _reap(pid)
+                time.sleep(0.1)
+            if process_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            stopped = True
+        _reap(pid)  # a farm that was our child (and exited) leaves no zombie behind
     elif record.get("kind") == "emulator":
         stopped = _stop_emulators(record)
     path.unlink(missing_ok=True)
@@ -170,7 +197,7 @@ def _start_emulators(cfg: Config, workdir: str | os.PathLike) -> dict[str, Any]:
     path = _record_path(workdir)
     if path.is_file():
         record = json.loads(path.read_text())
-        if record.get("kind") == "emulator" and all(_alive(p) for p in record["pids"]):
+        if record.get("kind") == "emulator" and all(process_alive(p) for p in record["pids"]):
             return record
     n = farm_size(cfg)
     emulators = [
@@ -212,7 +239,7 @@ def _start_emulators(cfg: Config, workdir: str | os.PathLike) -> dict[str, Any]:
 def _stop_emulators(record: dict[str, Any]) -> bool:
     stopped = False
     for pid in record.get("pids", []):
-        if _alive(pid):
+        if process_alive(pid):
             os.kill(pid, signal.SIGTERM)
             stopped = True
     return stopped

@@ -7,7 +7,11 @@ in a temporary git repo with a local remote, MLflow's SQLite store and registry,
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -53,6 +57,61 @@ def register_initial_policy(cfg: Config, workdir) -> int:
     )
     reg.set_behavior(version_no)
     return version_no
+
+
+OWNER_SCRIPT = """
+import json, os, sys, time
+from distrl_tasks.config import config_from_dict
+from distrl_tasks.stages import farm
+cfg = config_from_dict({"orchestration": {"devices_per_worker": 2}, "sim": {"port": 0}})
+print(json.dumps(farm.start(cfg, workdir=sys.argv[1], owner_pid=os.getpid())), flush=True)
+time.sleep(600)
+"""
+
+
+def wait_until(predicate, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def test_farm_owned_by_a_process_stops_when_that_process_is_killed(project) -> None:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER_SCRIPT, str(project)], stdout=subprocess.PIPE, text=True
+    )
+    record = None
+    try:
+        record = json.loads(owner.stdout.readline())
+        assert farm.process_alive(record["pid"])
+        assert farm._serials(record["host"], record["port"]) == record["serials"]
+        owner.send_signal(signal.SIGKILL)  # no finally, no stop(): only the watchdog is left
+        owner.wait(timeout=10)
+        assert wait_until(lambda: not farm.process_alive(record["pid"]), 20)
+        assert farm._serials(record["host"], record["port"]) is None  # the port is free
+        log = (project / "runs" / "farm.log").read_text()
+        assert f"owner process {owner.pid} is gone; stopping" in log
+        assert log.rstrip().endswith("distrl sim: stopped")
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        if record is not None and farm.process_alive(record["pid"]):
+            os.kill(record["pid"], signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="zombies are told by /proc")
+def test_process_alive_tells_running_exited_and_unreaped_processes() -> None:
+    assert farm.process_alive(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        # exited but not reaped: a zombie, which must not count as a live farm owner
+        assert wait_until(lambda: not farm.process_alive(child.pid), 20)
+    finally:
+        child.wait()
+    assert not farm.process_alive(child.pid)
 
 
 def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
