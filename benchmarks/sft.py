@@ -21,9 +21,9 @@ import time
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
+from distrl_tasks.algorithms.sft import SFTSettings
 from distrl_tasks.config import Config
 from distrl_tasks.stages import bootstrap
-from distrl_tasks.stages.bootstrap import SFTSettings
 
 
 def main() -> None:

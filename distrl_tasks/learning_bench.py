@@ -214,8 +214,8 @@ def bootstrap_sft(
     log: Callable[[str], None] = print,
 ) -> SFTPolicy:
     """Bootstrap (or reuse) the task set's SFT policy and evaluate it on the final protocol."""
+    from distrl_tasks.algorithms.sft import SFTSettings
     from distrl_tasks.stages import bootstrap, evaluate
-    from distrl_tasks.stages.bootstrap import SFTSettings
 
     cfg = run_config(settings, task_set, latency=False)
     workdir = root / f"sft-{task_set}-{sft_key(cfg, settings)}"
@@ -231,6 +231,7 @@ def bootstrap_sft(
         eval_splits=("test",),
         eval_tasks=settings.round_eval_tasks,
         threads=settings.threads,
+        progress=True,
     )
     policy_dir = workdir / bootstrap.BOOTSTRAP_DIR / "policy"
     success, keys = {}, {}

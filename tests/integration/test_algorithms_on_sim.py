@@ -24,12 +24,12 @@ import torch
 from distrl_tasks.agents.policy import Observation, build_policy
 from distrl_tasks.algorithms.base import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
+from distrl_tasks.algorithms.sft import Demo, SFTSettings, train_sft
 from distrl_tasks.config import config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.schema import table_from_rows
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.stages import collect, common, label
-from distrl_tasks.stages.bootstrap import Demo, SFTSettings, train_sft
 
 pytestmark = pytest.mark.integration
 DIM = 1408

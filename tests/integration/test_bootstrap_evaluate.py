@@ -21,10 +21,10 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 from distrl_tasks.agents.actions import parse_action
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.algorithms.sft import Demo, SFTSettings, demos_from_rows, train_sft
 from distrl_tasks.config import Config
 from distrl_tasks.runners.evaluation import evaluation_plan
 from distrl_tasks.stages import bootstrap, evaluate
-from distrl_tasks.stages.bootstrap import Demo, SFTSettings, demos_from_rows, train_sft
 from distrl_tasks.tasks.taskset import goal_file
 from distrl_tasks.tracking.registry import BEHAVIOR, CHAMPION, ModelRegistry, eval_tasks_key
 

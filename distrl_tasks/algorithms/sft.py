@@ -1,0 +1,235 @@
+"""Supervised fine-tuning on demonstrations: the examples, the training loop, the vocabulary.
+
+What the bootstrap stage (:mod:`distrl_tasks.stages.bootstrap`) uses to clone the scripted
+expert: :func:`demos_from_rows` turns trajectory rows into examples, :func:`train_sft` runs
+teacher-forced maximum likelihood on them, :func:`train_tokenizer` fits the default vocabulary.
+
+Why the demonstrations are rewritten:
+
+* The expert's "Action Plan" is a sentence ("[open Chrome]", "[mistake: wrong tap]"); the policy
+  is taught the short plan ``[<action type>]`` instead. It keeps the AutoUI format, costs ~20
+  fewer decoder tokens per action, and the prompt of the next step (which shows the previous
+  action) then looks like what the environment will show the policy at test time.
+* Prompts are rebuilt from the rewritten previous action for the same reason.
+* Steps the expert marked as mistakes are kept as *states* (the next steps start from the
+  perturbed screen, DART-style: the policy learns to recover) but are not imitated.
+* By default only successful demonstrations are cloned (Filtered BC with the oracle's reward).
+
+Why a SentencePiece vocabulary by default (measured, benchmarks/RESULTS.md): with the byte
+tokenizer an action is ~155 decoder tokens and the from-scratch model, which has only relative
+position buckets, cannot count repeated byte patterns in budget: after 4,800 examples greedy
+decoding still loops ("Action Decisisisis...", 0% parseable actions). A BPE vocabulary fitted to
+the demos cuts an action to ~40-70 tokens and the same model emits parseable actions early.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from distrl_tasks.agents.actions import format_action, parse_action
+from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
+
+MISTAKE_PLAN = "mistake"  # the expert's plan text marks its injected mistakes with this prefix
+DEMO_COLUMNS = ("trajectory_id", "step", "task", "action", "reward", "image_features")
+
+
+def canonical_action(text: str) -> str:
+    """The AutoUI string of ``text`` with the short plan ``[<action type>]``."""
+    return format_action(parse_action(text), plan="")
+
+
+def demos_from_rows(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    drop_mistakes: bool = True,
+    successes_only: bool = True,
+    history: int = 1,
+) -> list[Demo]:
+    """Supervised examples from trajectory rows (shard columns ``DEMO_COLUMNS``).
+
+    Args:
+        rows: steps of any number of trajectories, in any order.
+        drop_mistakes: do not imitate steps whose plan starts with "mistake".
+        successes_only: skip trajectories without a positive reward.
+        history: previous actions in the rebuilt prompt (the environment's default is 1).
+
+    Raises:
+        ValueError: a row lacks one of the needed columns.
+    """
+    by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        missing = [c for c in DEMO_COLUMNS if c not in row]
+        if missing:
+            raise ValueError(f"row {i}: missing columns {missing}")
+        by_traj[str(row["trajectory_id"])].append(row)
+    out = []
+    for tid in sorted(by_traj):
+        steps = sorted(by_traj[tid], key=lambda r: int(r["step"]))
+        if successes_only and not any((r["reward"] or 0.0) > 0 for r in steps):
+            continue
+        previous: list[str] = []
+        for row in steps:
+            action = parse_action(str(row["action"]))
+            target = format_action(action, plan="")
+            mistake = action.plan.strip("[] ").lower().startswith(MISTAKE_PLAN)
+            if not action.invalid and not (drop_mistakes and mistake):
+                prompt = format_prompt(str(row["task"]), previous, history=history)
+                feats = np.asarray(row["image_features"], dtype=np.float16)
+                out.append(Demo(prompt, feats, target, action.action_type.value))
+            previous.append(target)
+    return out
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One supervised example: what the policy sees and the action it should write."""
+
+    prompt: str
+    image_features: np.ndarray  # [D] float16
+    target: str  # canonical AutoUI action string
+    action_type: str
+
+    def observation(self) -> Observation:
+        return Observation(self.prompt, self.image_features)
+
+
+@dataclass(frozen=True)
+class SFTSettings:
+    """Supervised fine-tuning hyperparameters (proposed config section ``agent.sft_*``).
+
+    Training from scratch wants a far larger step size than RL fine-tuning (``algorithm.lm_lr``
+    is 1e-4 with gradients clipped to 0.01): the defaults were measured in benchmarks/sft.py.
+    """
+
+    steps: int = 300  # optimizer steps
+    batch_size: int = 8  # examples per step
+    lr: float = 1e-3  # peak AdamW learning rate
+    warmup_steps: int = 20  # linear warmup, then cosine decay to ``lr_floor * lr``
+    lr_floor: float = 0.1
+    max_grad_norm: float = 1.0
+    time_budget_s: float | None = None  # stop early once training took this long
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1 or self.warmup_steps < 0:
+            raise ValueError(
+                f"SFT needs steps >= 1, batch_size >= 1, warmup_steps >= 0; got {self.steps}, "
+                f"{self.batch_size}, {self.warmup_steps}"
+            )
+        if not (self.lr > 0 and 0 <= self.lr_floor <= 1 and self.max_grad_norm > 0):
+            raise ValueError("SFT needs lr > 0, lr_floor in [0, 1] and max_grad_norm > 0")
+
+
+@dataclass
+class SFTResult:
+    """What :func:`train_sft` did."""
+
+    steps: int = 0
+    examples: int = 0
+    wall_s: float = 0.0
+    losses: list[float] = field(default_factory=list)  # mean token NLL per logged interval
+
+
+def lr_scale(step: int, total: int, warmup: int, floor: float) -> float:
+    """Linear warmup over ``warmup`` steps, then cosine from 1 down to ``floor``."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def train_sft(
+    policy: AutoUIPolicy,
+    demos: Sequence[Demo],
+    settings: SFTSettings,
+    *,
+    seed: int = 0,
+    log_every: int = 25,
+    callback: Callable[[int, float, float], None] | None = None,
+) -> SFTResult:
+    """Teacher-forced maximum likelihood of the demo actions (mean NLL per target token).
+
+    Batches walk through seeded random permutations of ``demos`` (every example once per
+    epoch). ``callback(step, mean_loss, elapsed_s)`` is called every ``log_every`` steps.
+    """
+    if not demos:
+        raise ValueError("train_sft needs at least one demonstration")
+    rng = np.random.default_rng(seed)
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
+    result, order, window = SFTResult(), [], []
+    start = time.perf_counter()
+    policy.model.train()
+    for step in range(settings.steps):
+        if (
+            settings.time_budget_s is not None
+            and time.perf_counter() - start > settings.time_budget_s
+        ):
+            break
+        while len(order) < settings.batch_size:
+            order.extend(rng.permutation(len(demos)).tolist())
+        batch, order = (
+            [demos[i] for i in order[: settings.batch_size]],
+            order[settings.batch_size :],
+        )
+        scale = lr_scale(step, settings.steps, settings.warmup_steps, settings.lr_floor)
+        for group in optimizer.param_groups:
+            group["lr"] = settings.lr * scale
+        scores = policy.score([d.observation() for d in batch], [d.target for d in batch])
+        loss = -scores.token_log_probs.sum() / scores.lengths.sum()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+        optimizer.step()
+        window.append(loss.item())
+        result.steps += 1
+        result.examples += len(batch)
+        if result.steps % log_every == 0 or step == settings.steps - 1:
+            result.losses.append(float(np.mean(window)))
+            window = []
+            if callback is not None:
+                callback(result.steps, result.losses[-1], time.perf_counter() - start)
+    policy.model.eval()
+    result.wall_s = time.perf_counter() - start
+    return result
+
+
+def train_tokenizer(texts: Iterable[str], directory: Path, vocab_size: int = 1024) -> Path:
+    """Fit a T5-compatible SentencePiece model (BPE) on ``texts``; returns ``spiece.model``.
+
+    Byte fallback makes every string encodable (so typed text the model never saw still has a
+    spelling); identity normalisation and no dummy prefix make ``decode(encode(t)) == t``, which
+    the action strings need. Ids follow T5: pad 0, eos 1, unk 2, no bos.
+    """
+    import sentencepiece as spm
+
+    directory.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(list(texts)),
+        model_prefix=str(directory / "spiece"),
+        vocab_size=vocab_size,
+        model_type="bpe",
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        byte_fallback=True,
+        character_coverage=1.0,
+        normalization_rule_name="identity",
+        add_dummy_prefix=False,
+        remove_extra_whitespaces=False,
+        split_digits=False,  # frequent coordinates become single pieces
+        # "word▁" pieces: a word segments the same in the goal and in typed_text (which starts
+        # after a quote, not a space), so the copy head can point at it (93% vs 74% of pieces).
+        treat_whitespace_as_suffix=True,
+        minloglevel=2,
+    )
+    return directory / "spiece.model"
