@@ -222,7 +222,7 @@ def _cmd_round(args: argparse.Namespace) -> int:
 
 def _cmd_registry_compare(args: argparse.Namespace) -> int:
     from distrl_tasks.stages.common import learner_dir, registry
-    from distrl_tasks.tracking.registry import format_compare_table
+    from distrl_tasks.tracking.versions import format_compare_table
 
     reg = registry(_config(args), args.workdir)
     rows = reg.compare_versions()

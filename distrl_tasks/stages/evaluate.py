@@ -30,7 +30,7 @@ from distrl_tasks.config import Config
 from distrl_tasks.runners.evaluation import evaluate_on_farm, results_as_dicts, summarize
 from distrl_tasks.runners.policies import ModelPolicy
 from distrl_tasks.tasks.taskset import load_goals
-from distrl_tasks.tracking.registry import eval_tasks_key
+from distrl_tasks.tracking.versions import eval_tasks_key
 
 EVAL_DIR = Path("runs") / "eval"
 # Decoding budget (bytes) that holds any canonical AutoUI action including typed text; the

@@ -17,14 +17,11 @@ Aliases:
 
 from __future__ import annotations
 
-import hashlib
-import math
 import os
-import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +29,14 @@ import mlflow.artifacts
 from mlflow.exceptions import MlflowException
 
 from distrl_tasks.tracking.runs import KIND_TAG, STAGE_TAG, Tracker
+from distrl_tasks.tracking.versions import (
+    EVAL_TASKS_TAG,
+    SCORE_TAG_PREFIX,
+    STEPS_TAG,
+    VersionInfo,
+    check_rate,
+    check_tasks_key,
+)
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
@@ -41,107 +46,7 @@ if TYPE_CHECKING:
 BEHAVIOR = "behavior"
 CHAMPION = "champion"
 DEFAULT_MODEL_NAME = "distrl-policy"
-EVAL_TASKS_TAG = "eval_tasks"
-STEPS_TAG = "steps"
-SCORE_TAG_PREFIX = "eval_success_rate."  # + tasks key: one tag per evaluated task list
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".bin", ".ckpt", ".joblib")  # torch/HF pickles
-_TASKS_KEY = re.compile(r"^[A-Za-z0-9_\-.]{1,100}$")
-
-
-def eval_tasks_key(goals: Sequence[str]) -> str:
-    """Stable identifier of an evaluation task list: its length and a hash of its goals in order.
-
-    >>> eval_tasks_key(["open settings"])[:3]
-    'n1-'
-    """
-    if isinstance(goals, str) or not goals:
-        raise ValueError("eval_tasks_key needs a non-empty sequence of goal strings")
-    digest = hashlib.sha256("\n".join(goals).encode()).hexdigest()[:16]
-    return f"n{len(goals)}-{digest}"
-
-
-def _check_tasks_key(key: str) -> str:
-    if not isinstance(key, str) or not _TASKS_KEY.match(key):
-        raise ValueError(
-            f"eval_tasks_key must be 1-100 characters of letters, digits, '_', '-', '.', "
-            f"got {key!r} (use eval_tasks_key(goals))"
-        )
-    return key
-
-
-def _check_rate(rate: float) -> float:
-    value = float(rate)
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"eval_success_rate must be in [0, 1], got {rate!r}")
-    return value
-
-
-def _int_or_none(text: str | None) -> int | None:
-    try:
-        return int(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-
-
-def _float_or_none(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    """One registered policy version, as the compare table shows it.
-
-    Attributes:
-        version: registry version number.
-        run_id: the run whose artifacts hold the checkpoint.
-        source: artifact URI of the checkpoint directory.
-        tags: all version tags.
-        aliases: aliases pointing at this version.
-    """
-
-    version: int
-    run_id: str
-    source: str
-    tags: Mapping[str, str] = field(default_factory=dict)
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def round(self) -> int | None:
-        return _int_or_none(self.tags.get("round"))
-
-    @property
-    def algorithm(self) -> str:
-        return self.tags.get("algorithm", "")
-
-    @property
-    def policy_version(self) -> int | None:
-        return _int_or_none(self.tags.get("policy_version"))
-
-    @property
-    def data_version(self) -> str:
-        return self.tags.get("data_version", "")
-
-    @property
-    def eval_success_rate(self) -> float | None:
-        return _float_or_none(self.tags.get("eval_success_rate"))
-
-    @property
-    def eval_tasks(self) -> str:
-        return self.tags.get(EVAL_TASKS_TAG, "")
-
-    @property
-    def steps(self) -> int | None:
-        return _int_or_none(self.tags.get(STEPS_TAG))
-
-    def score_on(self, tasks_key: str) -> float | None:
-        """Success rate recorded for exactly the task list ``tasks_key`` (None if never)."""
-        score = _float_or_none(self.tags.get(SCORE_TAG_PREFIX + tasks_key))
-        if score is None and self.eval_tasks == tasks_key:
-            score = self.eval_success_rate
-        return score
 
 
 @dataclass(frozen=True)
@@ -266,8 +171,8 @@ class ModelRegistry:
             "eval_success_rate": "",
         }
         if eval_success_rate is not None:
-            key = _check_tasks_key(eval_tasks_key or "")
-            rate = _check_rate(eval_success_rate)
+            key = check_tasks_key(eval_tasks_key or "")
+            rate = check_rate(eval_success_rate)
             version_tags.update(
                 {"eval_success_rate": repr(rate), EVAL_TASKS_TAG: key, SCORE_TAG_PREFIX + key: rate}
             )
@@ -345,8 +250,8 @@ class ModelRegistry:
 
     def record_eval(self, version: int, eval_success_rate: float, eval_tasks_key: str) -> None:
         """Store an evaluation of ``version`` on the task list ``eval_tasks_key``."""
-        key = _check_tasks_key(eval_tasks_key)
-        rate = repr(_check_rate(eval_success_rate))
+        key = check_tasks_key(eval_tasks_key)
+        rate = repr(check_rate(eval_success_rate))
         self.get_version(version)
         for tag, value in (
             ("eval_success_rate", rate),
@@ -365,7 +270,7 @@ class ModelRegistry:
         incumbent.
         """
         self.record_eval(version, eval_success_rate, eval_tasks_key)
-        rate = _check_rate(eval_success_rate)
+        rate = check_rate(eval_success_rate)
         version = int(version)
         champion = self.alias_version(CHAMPION)
         if champion is None:
@@ -443,28 +348,3 @@ class ModelRegistry:
         except MlflowException:
             return False
         return True
-
-
-def format_compare_table(rows: Sequence[VersionInfo]) -> str:
-    """A fixed-width text table of versions (what ``distrl registry compare`` prints)."""
-    header = ("version", "round", "algorithm", "data_version", "eval_success", "eval_tasks")
-    header += ("steps", "aliases")
-    table = [header]
-    for r in rows:
-        rate = r.eval_success_rate
-        table.append(
-            (
-                str(r.version),
-                "-" if r.round is None else str(r.round),
-                r.algorithm or "-",
-                r.data_version[:12] or "-",
-                "-" if rate is None else f"{100 * rate:.1f}%",
-                r.eval_tasks or "-",
-                "-" if r.steps is None else str(r.steps),
-                ",".join(r.aliases) or "-",
-            )
-        )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(line.rstrip() for line in lines)

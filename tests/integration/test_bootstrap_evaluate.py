@@ -26,7 +26,8 @@ from distrl_tasks.config import Config
 from distrl_tasks.runners.evaluation import evaluation_plan
 from distrl_tasks.stages import bootstrap, evaluate
 from distrl_tasks.tasks.taskset import goal_file
-from distrl_tasks.tracking.registry import BEHAVIOR, CHAMPION, ModelRegistry, eval_tasks_key
+from distrl_tasks.tracking.registry import BEHAVIOR, CHAMPION, ModelRegistry
+from distrl_tasks.tracking.versions import eval_tasks_key
 
 pytestmark = [
     pytest.mark.integration,

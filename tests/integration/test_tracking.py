@@ -21,13 +21,7 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 from distrl_tasks.config import Config, load_config
 from distrl_tasks.tracking import REDACTED
-from distrl_tasks.tracking.registry import (
-    BEHAVIOR,
-    CHAMPION,
-    ModelRegistry,
-    eval_tasks_key,
-    format_compare_table,
-)
+from distrl_tasks.tracking.registry import BEHAVIOR, CHAMPION, ModelRegistry
 from distrl_tasks.tracking.runs import (
     CONFIG_ARTIFACT,
     ERROR_TAG,
@@ -37,6 +31,7 @@ from distrl_tasks.tracking.runs import (
     round_run,
     stage_run,
 )
+from distrl_tasks.tracking.versions import eval_tasks_key, format_compare_table
 
 pytestmark = [
     pytest.mark.integration,
