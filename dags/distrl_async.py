@@ -18,42 +18,28 @@ manifests through XCom, config = ``params.yaml`` + the run's Params.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import Asset, Param, dag, get_current_context, setup, task, teardown
+from airflow.sdk import Asset, Param, dag, get_current_context, task
 
-from distrl_tasks.airflow_params import (
-    PARAM_SPECS,
-    gemini_api_key,
-    load_run_config,
-    newest_trajectories,
-    next_round_conf,
-    next_run_id,
-    workdir,
+from distrl_tasks.airflow_params import PARAM_SPECS, newest_trajectories
+from distrl_tasks.airflow_tasks import (
+    DEFAULT_ARGS,
+    DEVICES,
+    GPU,
+    collection,
+    next_round,
+    run_config,
+    stop_farm,
 )
 
 ACTOR_ID = "distrl_actor"
 LEARNER_ID = "distrl_learner"
 TRAJECTORIES = Asset("distrl_trajectories")  # one event per labeled, versioned round of data
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEVICES = "devices"  # queue of the machines attached to devices, and the device-capacity pool
-GPU = "gpu"  # queue of the training machines
-DEFAULT_ARGS: dict[str, Any] = {
-    "retries": 2,  # device hiccups and preempted workers are transient; stages are idempotent
-    "retry_delay": timedelta(seconds=10),
-    "queue": "default",
-}
-
-
-def _config(params: dict[str, Any] | None = None) -> tuple[Any, Path, dict[str, Any]]:
-    """The config, project root and Params (the run's, unless ``params`` is given)."""
-    if params is None:
-        params = dict(get_current_context()["params"])
-    root = workdir(REPO_ROOT)
-    return load_run_config(params, root), root, params
+_config = partial(run_config, REPO_ROOT)
 
 
 @dag(
@@ -67,49 +53,6 @@ def _config(params: dict[str, Any] | None = None) -> tuple[Any, Path, dict[str, 
     doc_md=__doc__,
 )
 def distrl_actor() -> None:
-    @setup
-    @task(queue=DEVICES)
-    def start_farm() -> dict[str, Any]:
-        from distrl_tasks.stages import farm
-
-        cfg, root, _ = _config()
-        return farm.start(cfg, workdir=root)
-
-    @task(queue=DEVICES)
-    def bootstrap() -> dict[str, Any]:
-        from distrl_tasks.stages import bootstrap as stage
-
-        cfg, root, _ = _config()
-        return stage.run(cfg, workdir=root)
-
-    @task
-    def plan_shards() -> list[int]:
-        cfg, _, _ = _config()
-        return list(range(cfg.orchestration.workers))
-
-    @task(queue=DEVICES, pool=DEVICES, map_index_template="{{ shard }}")
-    def collect(worker: int, farm: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import collect as stage
-
-        cfg, root, params = _config()
-        get_current_context()["shard"] = f"worker {worker}"  # type: ignore[typeddict-unknown-key]
-        return stage.run(
-            cfg,
-            round=params["round"],
-            worker=worker,
-            workers=cfg.orchestration.workers,
-            workdir=root,
-            adb_host=farm.get("host"),
-            adb_port=farm.get("port"),
-        )
-
-    @task  # on the simulator the oracle labeled at collection; Gemini needs no device
-    def label(collected: list[dict[str, Any]]) -> dict[str, Any]:
-        from distrl_tasks.stages import label as stage
-
-        cfg, root, params = _config()
-        return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
-
     @task(outlets=[TRAJECTORIES])
     def version(labeled: dict[str, Any]) -> dict[str, Any]:
         from distrl_tasks.stages import version as stage
@@ -124,40 +67,9 @@ def distrl_actor() -> None:
         }
         return manifest
 
-    @teardown
-    @task(queue=DEVICES)
-    def stop_farm(farm: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import farm as stage
-
-        cfg, root, _ = _config()
-        return stage.stop(cfg, workdir=root)
-
-    @task.short_circuit
-    def plan_next_round() -> dict[str, Any] | None:
-        """The next run's conf (and run id, as XCom ``run_id``); None skips the trigger."""
-        cfg, _, params = _config()
-        conf = next_round_conf(params, cfg.orchestration.rounds)
-        if conf is not None:
-            ctx = get_current_context()
-            run_id = next_run_id(ACTOR_ID, ctx["run_id"], conf["round"])
-            ctx["ti"].xcom_push(key="run_id", value=run_id)
-        return conf
-
-    farm = start_farm()
-    booted = bootstrap()
-    collected = collect.partial(farm=farm).expand(worker=plan_shards())
-    farm >> booted >> collected
-    labeled = label(collected)
-    labeled >> stop_farm(farm)
-    conf = plan_next_round()
-    version(labeled) >> conf
-    TriggerDagRunOperator(
-        task_id="trigger_next_round",
-        trigger_dag_id=ACTOR_ID,
-        trigger_run_id="{{ ti.xcom_pull(task_ids='plan_next_round', key='run_id') }}",
-        skip_when_already_exists=True,  # a retry finds the run it already created
-        conf=conf,
-    )
+    farm, labeled = collection(REPO_ROOT)
+    labeled >> stop_farm(REPO_ROOT, farm)
+    next_round(REPO_ROOT, ACTOR_ID, after=version(labeled))
 
 
 @dag(

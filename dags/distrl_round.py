@@ -16,46 +16,31 @@ modules are imported inside the tasks, nothing runs at parse time, and XCom carr
 stages' small manifests (paths, versions, metrics). The config is ``params.yaml`` of the project
 root (``$DISTRL_WORKDIR`` or this file's repository) with the run's Params applied.
 
-Queues (for a CeleryExecutor spread over machines): ``devices`` for the farm and the tasks that
-drive devices (bootstrap's expert demos, collect, evaluate), ``gpu`` for training, ``default``
-otherwise. Collect also takes a slot of the ``devices`` pool per worker shard, so the pool size
-caps how many shards collect at once.
+Queues and the shared collection tasks: :mod:`distrl_tasks.airflow_tasks`.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import Param, dag, get_current_context, setup, task, teardown
+from airflow.sdk import Param, dag, task
 
-from distrl_tasks.airflow_params import (
-    PARAM_SPECS,
-    gemini_api_key,
-    load_run_config,
-    next_round_conf,
-    next_run_id,
-    workdir,
+from distrl_tasks.airflow_params import PARAM_SPECS
+from distrl_tasks.airflow_tasks import (
+    DEFAULT_ARGS,
+    DEVICES,
+    GPU,
+    collection,
+    next_round,
+    run_config,
+    stop_farm,
 )
 
 DAG_ID = "distrl_round"
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEVICES = "devices"  # queue of the machines attached to devices, and the device-capacity pool
-GPU = "gpu"  # queue of the training machines
-DEFAULT_ARGS: dict[str, Any] = {
-    "retries": 2,  # device hiccups and preempted workers are transient; stages are idempotent
-    "retry_delay": timedelta(seconds=10),
-    "queue": "default",
-}
-
-
-def _config() -> tuple[Any, Path, dict[str, Any]]:
-    """The run's config, project root and Params (called inside tasks only)."""
-    params = dict(get_current_context()["params"])
-    root = workdir(REPO_ROOT)
-    return load_run_config(params, root), root, params
+_config = partial(run_config, REPO_ROOT)
 
 
 @dag(
@@ -69,49 +54,6 @@ def _config() -> tuple[Any, Path, dict[str, Any]]:
     doc_md=__doc__,
 )
 def distrl_round() -> None:
-    @setup
-    @task(queue=DEVICES)
-    def start_farm() -> dict[str, Any]:
-        from distrl_tasks.stages import farm
-
-        cfg, root, _ = _config()
-        return farm.start(cfg, workdir=root)
-
-    @task(queue=DEVICES)
-    def bootstrap() -> dict[str, Any]:
-        from distrl_tasks.stages import bootstrap as stage
-
-        cfg, root, _ = _config()
-        return stage.run(cfg, workdir=root)
-
-    @task
-    def plan_shards() -> list[int]:
-        cfg, _, _ = _config()
-        return list(range(cfg.orchestration.workers))
-
-    @task(queue=DEVICES, pool=DEVICES, map_index_template="{{ shard }}")
-    def collect(worker: int, farm: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import collect as stage
-
-        cfg, root, params = _config()
-        get_current_context()["shard"] = f"worker {worker}"  # type: ignore[typeddict-unknown-key]
-        return stage.run(
-            cfg,
-            round=params["round"],
-            worker=worker,
-            workers=cfg.orchestration.workers,
-            workdir=root,
-            adb_host=farm.get("host"),
-            adb_port=farm.get("port"),
-        )
-
-    @task  # on the simulator the oracle labeled at collection; Gemini needs no device
-    def label(collected: list[dict[str, Any]]) -> dict[str, Any]:
-        from distrl_tasks.stages import label as stage
-
-        cfg, root, params = _config()
-        return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
-
     @task
     def version(labeled: dict[str, Any]) -> dict[str, Any]:
         from distrl_tasks.stages import version as stage
@@ -157,42 +99,12 @@ def distrl_round() -> None:
             workdir=root,
         )
 
-    @teardown
-    @task(queue=DEVICES)
-    def stop_farm(farm: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import farm as stage
-
-        cfg, root, _ = _config()
-        return stage.stop(cfg, workdir=root)
-
-    @task.short_circuit
-    def plan_next_round() -> dict[str, Any] | None:
-        """The next run's conf (and run id, as XCom ``run_id``); None skips the trigger."""
-        cfg, _, params = _config()
-        conf = next_round_conf(params, cfg.orchestration.rounds)
-        if conf is not None:
-            ctx = get_current_context()
-            run_id = next_run_id(DAG_ID, ctx["run_id"], conf["round"])
-            ctx["ti"].xcom_push(key="run_id", value=run_id)
-        return conf
-
-    farm = start_farm()
-    booted = bootstrap()
-    collected = collect.partial(farm=farm).expand(worker=plan_shards())
-    farm >> booted >> collected
-    versioned = version(label(collected))
+    farm, labeled = collection(REPO_ROOT)
+    versioned = version(labeled)
     trained = train(versioned)
     evaluation = evaluate(trained, farm)
-    evaluation >> stop_farm(farm)
-    conf = plan_next_round()
-    register(trained, versioned, evaluation) >> conf
-    TriggerDagRunOperator(
-        task_id="trigger_next_round",
-        trigger_dag_id=DAG_ID,
-        trigger_run_id="{{ ti.xcom_pull(task_ids='plan_next_round', key='run_id') }}",
-        skip_when_already_exists=True,  # a retry finds the run it already created
-        conf=conf,
-    )
+    evaluation >> stop_farm(REPO_ROOT, farm)
+    next_round(REPO_ROOT, DAG_ID, after=register(trained, versioned, evaluation))
 
 
 distrl_round()

@@ -1,0 +1,148 @@
+"""The tasks both collection DAGs share (``distrl_round`` and ``distrl_actor``), as factories.
+
+A DAG file calls these inside its ``@dag`` function; each factory defines its TaskFlow tasks
+there (same task ids in both DAGs) and wires them. Every task is still one call into a stage of
+:mod:`distrl_tasks.stages`, imported inside the task, so nothing heavy runs at parse time. The
+config of a task is ``params.yaml`` of the project root (``$DISTRL_WORKDIR`` or the DAG file's
+repository) with the run's Params applied.
+
+Queues (for a CeleryExecutor spread over machines): :data:`DEVICES` for the farm and the tasks
+that drive devices (bootstrap's expert demos, collect, evaluate), :data:`GPU` for training,
+``default`` otherwise. Collect also takes a slot of the ``devices`` pool per worker shard, so the
+pool size caps how many shards collect at once.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import get_current_context, setup, task, teardown
+
+from distrl_tasks.airflow_params import (
+    gemini_api_key,
+    load_run_config,
+    next_round_conf,
+    next_run_id,
+    workdir,
+)
+from distrl_tasks.config import Config
+
+DEVICES = "devices"  # queue of the machines attached to devices, and the device-capacity pool
+GPU = "gpu"  # queue of the training machines
+DEFAULT_ARGS: dict[str, Any] = {
+    "retries": 2,  # device hiccups and preempted workers are transient; stages are idempotent
+    "retry_delay": timedelta(seconds=10),
+    "queue": "default",
+}
+
+
+def run_config(
+    repo_root: Path, params: dict[str, Any] | None = None
+) -> tuple[Config, Path, dict[str, Any]]:
+    """The config, project root and Params (the running task's, unless ``params`` is given).
+
+    Called inside tasks only: it reads the task's context and ``params.yaml``.
+    """
+    if params is None:
+        params = dict(get_current_context()["params"])
+    root = workdir(repo_root)
+    return load_run_config(params, root), root, params
+
+
+def collection(repo_root: Path) -> tuple[Any, Any]:
+    """start_farm (setup) -> bootstrap -> plan_shards -> collect[worker] -> label.
+
+    Returns:
+        The ``start_farm`` and ``label`` task outputs (the farm record, the label manifest).
+    """
+
+    @setup
+    @task(queue=DEVICES)
+    def start_farm() -> dict[str, Any]:
+        from distrl_tasks.stages import farm
+
+        cfg, root, _ = run_config(repo_root)
+        return farm.start(cfg, workdir=root)
+
+    @task(queue=DEVICES)
+    def bootstrap() -> dict[str, Any]:
+        from distrl_tasks.stages import bootstrap as stage
+
+        cfg, root, _ = run_config(repo_root)
+        return stage.run(cfg, workdir=root)
+
+    @task
+    def plan_shards() -> list[int]:
+        cfg, _, _ = run_config(repo_root)
+        return list(range(cfg.orchestration.workers))
+
+    @task(queue=DEVICES, pool=DEVICES, map_index_template="{{ shard }}")
+    def collect(worker: int, farm: dict[str, Any]) -> dict[str, Any]:
+        from distrl_tasks.stages import collect as stage
+
+        cfg, root, params = run_config(repo_root)
+        get_current_context()["shard"] = f"worker {worker}"  # type: ignore[typeddict-unknown-key]
+        return stage.run(
+            cfg,
+            round=params["round"],
+            worker=worker,
+            workers=cfg.orchestration.workers,
+            workdir=root,
+            adb_host=farm.get("host"),
+            adb_port=farm.get("port"),
+        )
+
+    @task  # on the simulator the oracle labeled at collection; Gemini needs no device
+    def label(collected: list[dict[str, Any]]) -> dict[str, Any]:
+        from distrl_tasks.stages import label as stage
+
+        cfg, root, params = run_config(repo_root)
+        return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
+
+    farm = start_farm()
+    collected = collect.partial(farm=farm).expand(worker=plan_shards())
+    farm >> bootstrap() >> collected
+    return farm, label(collected)
+
+
+def stop_farm(repo_root: Path, farm: Any) -> Any:
+    """The teardown of ``farm`` (the ``start_farm`` output)."""
+
+    @teardown
+    @task(queue=DEVICES)
+    def stop_farm(farm: dict[str, Any]) -> dict[str, Any]:
+        from distrl_tasks.stages import farm as stage
+
+        cfg, root, _ = run_config(repo_root)
+        return stage.stop(cfg, workdir=root)
+
+    return stop_farm(farm)
+
+
+def next_round(repo_root: Path, dag_id: str, after: Any) -> None:
+    """plan_next_round -> trigger_next_round, downstream of ``after``: while ``round < rounds``,
+    a new run of ``dag_id`` with ``round + 1`` and the same Params (a static DAG cannot loop)."""
+
+    @task.short_circuit
+    def plan_next_round() -> dict[str, Any] | None:
+        """The next run's conf (and run id, as XCom ``run_id``); None skips the trigger."""
+        cfg, _, params = run_config(repo_root)
+        conf = next_round_conf(params, cfg.orchestration.rounds)
+        if conf is not None:
+            ctx = get_current_context()
+            run_id = next_run_id(dag_id, ctx["run_id"], conf["round"])
+            ctx["ti"].xcom_push(key="run_id", value=run_id)
+        return conf
+
+    conf = plan_next_round()
+    after >> conf
+    TriggerDagRunOperator(
+        task_id="trigger_next_round",
+        trigger_dag_id=dag_id,
+        trigger_run_id="{{ ti.xcom_pull(task_ids='plan_next_round', key='run_id') }}",
+        skip_when_already_exists=True,  # a retry finds the run it already created
+        conf=conf,
+    )
