@@ -1,7 +1,7 @@
 """A scriptable fake of the Gemini ``generateContent`` endpoint, served over real HTTP.
 
-Runs a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a background thread, so the
-real google-genai client talks to it unchanged. Tests script the replies in order (success,
+Runs on :class:`fakes.scripted_http.ScriptedHTTPServer` (loopback, a free port), so the real
+google-genai client talks to it unchanged. Tests script the replies in order (success,
 429 with ``Retry-After``, 5xx, hangs, malformed JSON, blocked prompts) and inspect every
 request afterwards: path, headers, decoded parts and arrival times.
 
@@ -17,13 +17,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fakes.scripted_http import ScriptedHTTPServer
 
 _PATH = re.compile(r"^/(?P<version>v1beta|v1)/models/(?P<model>[^/:]+):generateContent$")
 _STATUS_NAMES = {
@@ -185,7 +183,7 @@ def _b64(data: str) -> bytes:
 Responder = Callable[[RecordedRequest], Reply]
 
 
-class FakeGemini:
+class FakeGemini(ScriptedHTTPServer):
     """The fake server. Scripted replies are used first, then ``responder``, then ``default``.
 
     Args:
@@ -194,6 +192,9 @@ class FakeGemini:
         responder: computes a reply from the request (e.g. by goal) when the script is empty.
     """
 
+    name = "fake-gemini"
+    content_type = "application/json; charset=UTF-8"
+
     def __init__(
         self,
         *,
@@ -201,109 +202,17 @@ class FakeGemini:
         default: Reply | None = None,
         responder: Responder | None = None,
     ) -> None:
+        super().__init__(default=default or success(), responder=responder)
         self.api_key = api_key
-        self.default = default or success()
-        self.responder = responder
-        self.requests: list[RecordedRequest] = []
-        self.max_in_flight = 0
-        self._in_flight = 0
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # ----- lifecycle -----------------------------------------------------------------------
-    def start(self) -> FakeGemini:
-        handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="fake-gemini", daemon=True
-        )
-        self._thread.start()
-        return self
+    def record(
+        self, path: str, headers: Mapping[str, str], raw: bytes, received_at: float
+    ) -> RecordedRequest:
+        return RecordedRequest("POST", path, dict(headers), raw, received_at)
 
-    def stop(self) -> None:
-        self._stopping.set()  # wakes hanging handlers
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    # ----- scripting -------------------------------------------------------------------------
-    def script(self, *replies: Reply) -> None:
-        """Queue replies, used one per request in order."""
-        with self._lock:
-            self._queue.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        """Scripted replies not yet used."""
-        with self._lock:
-            return len(self._queue)
-
-    def _next_reply(self, req: RecordedRequest) -> Reply:
-        with self._lock:
-            self.requests.append(req)
-            self._in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            if self.api_key is not None and req.headers.get("x-goog-api-key") != self.api_key:
-                return error(403, "API key not valid. Please pass a valid API key.")
-            if _PATH.match(req.path) is None:
-                return error(404, f"no such method: {req.path}")
-            if self._queue:
-                return self._queue.popleft()
-        return self.responder(req) if self.responder is not None else self.default
-
-    def _done(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-
-
-def _make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as Google's front end
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length)
-            req = RecordedRequest(
-                method="POST",
-                path=self.path.split("?", 1)[0],
-                headers={k.lower(): v for k, v in self.headers.items()},
-                raw=raw,
-                received_at=time.monotonic(),
-            )
-            try:
-                reply = fake._next_reply(req)
-                if reply.delay_s > 0 and fake._stopping.wait(reply.delay_s):
-                    return  # server stopping: drop the hung request
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(reply.body)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(reply.body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (its timeout), as a real client would
-            finally:
-                fake._done()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # keep test output clean
-
-    return Handler
+    def refuse(self, req: RecordedRequest) -> Reply | None:
+        if self.api_key is not None and req.headers.get("x-goog-api-key") != self.api_key:
+            return error(403, "API key not valid. Please pass a valid API key.")
+        if _PATH.match(req.path) is None:
+            return error(404, f"no such method: {req.path}")
+        return None

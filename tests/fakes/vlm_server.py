@@ -1,6 +1,6 @@
 """A scriptable fake of an OpenAI-compatible ``/v1/chat/completions`` endpoint (as vLLM serves).
 
-A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a background thread. Tests script
+Runs on :class:`fakes.scripted_http.ScriptedHTTPServer` (loopback, a free port). Tests script
 replies in order (completions with or without token log-probs, malformed text, non-JSON bodies,
 429 with ``Retry-After``, 5xx, slow answers), or compute them from the request with a
 ``responder``; every request is recorded (headers, JSON body, arrival time, decoded images) and
@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fakes.scripted_http import ScriptedHTTPServer
 
 PATH = "/v1/chat/completions"
 DATA_URL_PREFIX = "data:image/png;base64,"
@@ -165,7 +164,7 @@ def _render(reply: Reply, req: RecordedRequest, model: str) -> bytes:
     return json.dumps(body).encode()
 
 
-class FakeVLM:
+class FakeVLM(ScriptedHTTPServer):
     """The fake server. Scripted replies are used first, then ``responder``, then ``default``.
 
     Args:
@@ -177,6 +176,9 @@ class FakeVLM:
         responder: computes a reply from the request when the script is empty.
     """
 
+    name = "fake-vlm"
+    url_suffix = "/v1"
+
     def __init__(
         self,
         *,
@@ -186,115 +188,32 @@ class FakeVLM:
         default: Reply | None = None,
         responder: Responder | None = None,
     ) -> None:
+        default = default or completion('"action_type": "STATUS_TASK_COMPLETE"')
+        super().__init__(default=default, responder=responder)
         self.api_key = api_key
         self.models = tuple(models)
         self.supports_logprobs = supports_logprobs
-        self.default = default or completion('"action_type": "STATUS_TASK_COMPLETE"')
-        self.responder = responder
-        self.requests: list[RecordedRequest] = []
-        self.max_in_flight = 0
-        self._in_flight = 0
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> FakeVLM:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="fake-vlm", daemon=True
-        )
-        self._thread.start()
-        return self
+    def record(
+        self, path: str, headers: Mapping[str, str], raw: bytes, received_at: float
+    ) -> RecordedRequest:
+        return RecordedRequest(path, dict(headers), raw, received_at)
 
-    def stop(self) -> None:
-        self._stopping.set()  # releases slow handlers
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+    def refuse(self, req: RecordedRequest) -> Reply | None:
+        sent = req.headers.get("authorization", "")
+        if self.api_key is not None and sent != f"Bearer {self.api_key}":
+            return error(401, f"Incorrect API key provided: {sent.removeprefix('Bearer ')}")
+        if req.path != PATH:
+            return error(404, f"no route {req.path}")
+        try:
+            body = req.json
+        except ValueError:
+            return error(400, "request body is not JSON")
+        if body.get("model") not in self.models:
+            return error(404, f"The model `{body.get('model')}` does not exist.")
+        if body.get("logprobs") and not self.supports_logprobs:
+            return error(400, "logprobs is not supported by this server")
+        return None
 
-    def __enter__(self) -> FakeVLM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def script(self, *replies: Reply) -> None:
-        """Queue replies, used one per request in arrival order."""
-        with self._lock:
-            self._queue.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._queue)
-
-    def _next_reply(self, req: RecordedRequest) -> Reply:
-        with self._lock:
-            self.requests.append(req)
-            self._in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            sent = req.headers.get("authorization", "")
-            if self.api_key is not None and sent != f"Bearer {self.api_key}":
-                return error(401, f"Incorrect API key provided: {sent.removeprefix('Bearer ')}")
-            if req.path != PATH:
-                return error(404, f"no route {req.path}")
-            try:
-                body = req.json
-            except ValueError:
-                return error(400, "request body is not JSON")
-            if body.get("model") not in self.models:
-                return error(404, f"The model `{body.get('model')}` does not exist.")
-            if body.get("logprobs") and not self.supports_logprobs:
-                return error(400, "logprobs is not supported by this server")
-            if self._queue:
-                return self._queue.popleft()
-        return self.responder(req) if self.responder is not None else self.default
-
-    def _done(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-
-
-def _make_handler(fake: FakeVLM) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as vLLM's uvicorn
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            req = RecordedRequest(
-                path=self.path.split("?", 1)[0],
-                headers={k.lower(): v for k, v in self.headers.items()},
-                raw=raw,
-                received_at=time.monotonic(),
-            )
-            try:
-                reply = fake._next_reply(req)
-                if reply.delay_s > 0 and fake._stopping.wait(reply.delay_s):
-                    return  # server stopping: drop the slow request
-                body = _render(reply, req, fake.models[0] if fake.models else "")
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (its timeout)
-            finally:
-                fake._done()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # keep test output clean
-
-    return Handler
+    def render(self, reply: Reply, req: RecordedRequest) -> bytes:
+        return _render(reply, req, self.models[0] if self.models else "")
