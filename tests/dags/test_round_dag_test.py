@@ -15,30 +15,13 @@ from airflow.models.dagrun import DagRun
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState, TaskInstanceState
+from fakes.projects import TINY_PARAMS
 
 from .conftest import DAGS_FOLDER
 
 STAGE_TASKS = (
     "start_farm|bootstrap|collect|label|version|train|evaluate|register|stop_farm"  # regex
 )
-
-# 2 simulated devices, 1 episode each, a few updates: a whole round in well under a minute.
-TINY_PARAMS = """\
-sim:
-  devices: 2
-orchestration:
-  workers: 1
-  devices_per_worker: 2
-  episodes_per_device: 1
-  rounds: 1
-  eval_tasks: 2
-algorithm:
-  batch_size: 2
-  actor_epochs: 1
-  critic_epochs: 1
-agent:
-  max_new_tokens: 32
-"""
 
 
 @pytest.fixture

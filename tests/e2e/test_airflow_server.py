@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.projects import TINY_PARAMS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -46,24 +47,6 @@ CHROMIUM_ARGS = [
 ]
 DAG_ID = "distrl_round"
 RUN_TIMEOUT_S = 420.0
-
-# A round small enough for two cores: 2 simulated devices, 1 episode each, a few updates.
-TINY_PARAMS = """\
-sim:
-  devices: 2
-orchestration:
-  workers: 1
-  devices_per_worker: 2
-  episodes_per_device: 1
-  rounds: 1
-  eval_tasks: 2
-algorithm:
-  batch_size: 2
-  actor_epochs: 1
-  critic_epochs: 1
-agent:
-  max_new_tokens: 32
-"""
 
 
 def _free_port() -> int:

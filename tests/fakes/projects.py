@@ -1,0 +1,22 @@
+"""Settings of the throwaway projects the tests run real rounds in (Airflow DAG tests, e2e)."""
+
+from __future__ import annotations
+
+# 2 simulated devices, 1 episode each, a few updates: a whole round well within a minute on two
+# cores. Written as the project's params.yaml; everything not named keeps its default.
+TINY_PARAMS = """\
+sim:
+  devices: 2
+orchestration:
+  workers: 1
+  devices_per_worker: 2
+  episodes_per_device: 1
+  rounds: 1
+  eval_tasks: 2
+algorithm:
+  batch_size: 2
+  actor_epochs: 1
+  critic_epochs: 1
+agent:
+  max_new_tokens: 32
+"""
