@@ -172,7 +172,7 @@ def run(
     torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
     try:
         policy = initial_policy(cfg, demos, tokenizer, out, seed)
-        policy.max_new_tokens = max(policy.max_new_tokens, evaluate.MIN_ACTION_TOKENS)
+        policy.max_new_tokens = evaluate.decode_budget(policy)
         with tqdm(
             total=settings.steps, desc="sft", unit="step", disable=not progress, dynamic_ncols=True
         ) as bar:

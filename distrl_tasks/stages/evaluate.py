@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.agents.policy import AutoUIPolicy, build_policy
 from distrl_tasks.config import Config
 from distrl_tasks.runners.evaluation import evaluate_on_farm, results_as_dicts, summarize
 from distrl_tasks.runners.policies import ModelPolicy
@@ -33,9 +33,19 @@ from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.versions import eval_tasks_key
 
 EVAL_DIR = Path("runs") / "eval"
-# Decoding budget (bytes) that holds any canonical AutoUI action including typed text; the
-# config's 128 cuts every action off before its end (see the report: agent.max_new_tokens).
-MIN_ACTION_TOKENS = 256
+# Decoding budget that holds any canonical AutoUI action including typed text, per tokenizer: a
+# byte-level one spends a token per byte (the config's 128 cuts such actions off), the bootstrap's
+# SentencePiece vocabulary at most 77 tokens over every General and WebShop expert action. An
+# output that loops without closing its action runs to the budget, so it is no larger than that.
+MIN_BYTE_ACTION_TOKENS = 256
+MIN_SUBWORD_ACTION_TOKENS = 128
+
+
+def decode_budget(policy: AutoUIPolicy) -> int:
+    """Tokens one action may take when ``policy`` is evaluated or trained on demonstrations:
+    ``agent.max_new_tokens`` (its ``max_new_tokens``), raised to what a whole action needs."""
+    floor = MIN_BYTE_ACTION_TOKENS if policy.tokenizer.kind == "byte" else MIN_SUBWORD_ACTION_TOKENS
+    return max(policy.max_new_tokens, floor)
 
 
 def select_goals(goals: list[str], split: str, n: int, seed: int = 0) -> list[str]:
@@ -127,7 +137,7 @@ def run(
         return {**json.loads(path.read_text()), "reused": True}
     policy = build_policy(cfg.agent, checkpoint_dir=checkpoint_dir, seed=seed)
     policy.model.eval()
-    policy.max_new_tokens = max(policy.max_new_tokens, MIN_ACTION_TOKENS)
+    policy.max_new_tokens = decode_budget(policy)
     start = time.perf_counter()
     results = evaluate_on_farm(
         cfg,

@@ -155,6 +155,12 @@ def test_sft_loss_decreases_and_greedy_actions_match_the_expert_types(tmp_path) 
     assert [d.action_type for d in demos] == ["PRESS_HOME", "PRESS_ENTER", "STATUS_TASK_COMPLETE"]
     policy = bootstrap.initial_policy(Config(), demos, "sentencepiece", tmp_path, seed=0)
     assert policy.tokenizer.kind == "sentencepiece" and (tmp_path / "tokenizer").is_dir()
+    # whole actions fit: 128 subword tokens (the configured budget), 256 bytes
+    assert evaluate.decode_budget(policy) == Config().agent.max_new_tokens == 128
+    policy.max_new_tokens = 32
+    assert evaluate.decode_budget(policy) == 128
+    policy.max_new_tokens = 128
+    assert evaluate.decode_budget(build_policy(Config().agent)) == 256
     for d in demos:  # the fitted vocabulary spells every target exactly
         assert policy.tokenizer.decode(policy.tokenizer.encode(d.target)) == d.target
     untrained, _ = policy.act([d.observation() for d in demos], greedy=True)
