@@ -70,6 +70,29 @@ def check_adb_server(host: str, port: int, timeout_s: float = 2.0) -> None:
         ) from exc
 
 
+class _NoDaemonConnection(adbutils.AdbConnection):
+    """A connection that fails when nothing listens: adbutils' own would run ``adb
+    start-server``, a real daemon on 5037 that is never the server the caller named (a farm
+    that stopped, a remote server that is down)."""
+
+    def _safe_connect(self) -> Any:
+        return self._create_socket()  # AdbConnectionError / AdbTimeout, nothing started
+
+
+class AdbClient(adbutils.AdbClient):
+    """``adbutils.AdbClient`` that never starts an adb daemon behind the caller's back."""
+
+    def __init__(self, host: str, port: int, socket_timeout: float | None = None) -> None:
+        super().__init__(host=host, port=int(port), socket_timeout=socket_timeout)
+        self._timeout = socket_timeout
+
+    def make_connection(self, timeout: float | None = None) -> adbutils.AdbConnection:
+        conn = _NoDaemonConnection(self.host, self.port)
+        if timeout or self._timeout:
+            conn.conn.settimeout(timeout or self._timeout)
+        return conn
+
+
 class AdbDevice:
     """One device behind an ADB server.
 
@@ -101,7 +124,7 @@ class AdbDevice:
         self.kind = kind
         self.timeout_s = float(timeout_s)
         self.snapshot_loader = snapshot_loader
-        self._client = adbutils.AdbClient(host=host, port=int(port), socket_timeout=timeout_s)
+        self._client = AdbClient(host, port, socket_timeout=timeout_s)
         self._dev = self._client.device(serial)
         self._size: tuple[int, int] | None = None
 

@@ -29,6 +29,10 @@ from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy, as_collect_policy
 from distrl_tasks.runners.trajectory import Episode, EpisodeMeta, EpisodeRunner
 
+# How long an interrupted collection waits for each device thread: one step at most, i.e. one
+# policy call and one device command (bounded by env.command_timeout_s, 20 s by default).
+STOP_JOIN_S = 30.0
+
 
 @dataclass
 class CollectStats:
@@ -149,16 +153,21 @@ def collect_async(
     out: dict[str, list[Episode]] = {e.device.serial: [] for e in envs}
     bar = _Progress(sum(len(goals.get(s, ())) for s in out), len(envs), progress, "collect[async]")
     start = time.monotonic()
+    stop = threading.Event()  # the caller is unwinding: devices drop their episode and return
 
     def device_loop(env: AndroidEnv) -> None:
         serial, failures = env.device.serial, 0
         for k, goal in enumerate(goals.get(serial, ())):
+            if stop.is_set():
+                return
             version = server.lease()
             meta = EpisodeMeta(round_, env.task_set, split, version)
             runner = EpisodeRunner(env, meta, oracle=oracle, gamma=gamma)
             try:
                 obs = runner.begin(goal, trajectory_id(round_, serial, k, id_prefix))
                 while obs is not None:
+                    if stop.is_set():
+                        return
                     decision = server.act(obs, version)
                     obs = runner.advance(decision.text, decision.log_prob)
                 ep = runner.finish()
@@ -183,8 +192,18 @@ def collect_async(
     ]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        # Ctrl-C or SIGTERM while waiting: stop every device at its next step while the
+        # inference server and the farm are still up (the caller closes them next), so no
+        # thread outlives them and fails on a closed server or a vanished ADB port.
+        stop.set()
+        for t in threads:
+            t.join(timeout=STOP_JOIN_S)
+        bar.close()
+        raise
     stats.wall_s = time.monotonic() - start
     bar.close()
     return CollectResult(out, stats)

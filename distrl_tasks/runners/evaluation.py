@@ -15,12 +15,10 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import adbutils
-
 from distrl_tasks.agents.actions import parse_action
 from distrl_tasks.agents.image_encoders import build_image_encoder
 from distrl_tasks.config import Config
-from distrl_tasks.envs.adb_device import AdbDevice
+from distrl_tasks.envs.adb_device import AdbClient, AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.runners.collector import collect_async
@@ -151,7 +149,7 @@ def evaluate_on_farm(
                 running_farm(min(n_devices, len(goals)), seed=cfg.sim.seed, sim_cfg=cfg.sim)
             )
             host, port = farm.host, farm.port
-        client = adbutils.AdbClient(host=host, port=int(port))
+        client = AdbClient(host, port)
         serials = [d.serial for d in client.device_list()]
         plan = evaluation_plan(goals, serials)
         encoder = build_image_encoder(cfg.agent)

@@ -16,13 +16,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import adbutils
-
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import write_shard
-from distrl_tasks.envs.adb_device import AdbDevice, check_adb_server
+from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.runners.collector import CollectResult, collect_async, collect_sync
@@ -176,7 +174,7 @@ def run(
         else:
             host, port = cfg.env.adb_host, cfg.env.adb_port
         check_adb_server(host, port)
-        client = adbutils.AdbClient(host=host, port=int(port))
+        client = AdbClient(host, port)
         serials = [d.serial for d in client.device_list()]
         if not serials:
             raise RuntimeError(f"no devices attached to the ADB server at {host}:{port}")

@@ -63,11 +63,12 @@ def _serials(host: str, port: int) -> list[str] | None:
     """The serials an ADB server lists, or None if nothing answers there."""
     import adbutils
 
-    # adbutils answers a refused connection by starting a real adb daemon on 5037: probe first
+    from distrl_tasks.envs.adb_device import AdbClient  # never starts an adb daemon itself
+
     if not _listening(host, port):
         return None
     try:
-        return [d.serial for d in adbutils.AdbClient(host=host, port=port).device_list()]
+        return [d.serial for d in AdbClient(host, port).device_list()]
     except (adbutils.AdbError, OSError):
         return None
 

@@ -155,13 +155,11 @@ def run_expert(
     """
     import json
 
-    import adbutils
+    from distrl_tasks.envs.adb_device import AdbClient, check_adb_server
 
     task = parse_goal(goal)
-    from distrl_tasks.envs.adb_device import check_adb_server
-
     check_adb_server(host, port)
-    client = adbutils.AdbClient(host=host, port=int(port))
+    client = AdbClient(host, port)
     device = client.device(serial)
     driver = AdbDriver(device)
     out = driver.shell("simctl task set " + shlex.quote(goal))

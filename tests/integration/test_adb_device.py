@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
 
+import adbutils
 import pytest
 
 from distrl_tasks.agents.actions import ActionType, parse_action
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.config import EnvConfig
-from distrl_tasks.envs.adb_device import AdbDevice, input_text_commands
+from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, input_text_commands
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.envs.device import Device, DeviceError
 from distrl_tasks.runners.policies import ScriptedPolicy
@@ -105,3 +107,23 @@ def test_failures_become_device_errors(farm) -> None:
         emu.reset()
     with pytest.raises(ValueError, match="kind"):
         AdbDevice("x", kind="phone")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_vanished_adb_server_is_a_device_error_and_starts_no_adb_daemon() -> None:
+    # a farm that stopped under a running device: its port refuses connections
+    with running_farm(devices=1, seed=0) as farm:
+        device = AdbDevice(farm.serials[0], farm.host, farm.port, timeout_s=5)
+        assert device.is_healthy()
+    daemon_before = _listening(5037)
+    with pytest.raises(DeviceError, match="emulator-5554"):
+        device.screenshot()  # adbutils alone would run `adb start-server` here
+    with pytest.raises(adbutils.AdbError):
+        AdbClient(farm.host, farm.port).device_list()
+    if not daemon_before:
+        assert not _listening(5037)  # no adb daemon was started on the default port

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import _thread
 import dataclasses
 import math
+import threading
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -256,3 +258,28 @@ def test_injected_faults_do_not_stop_collection(tmp_path) -> None:
     info = write_shard(res.rows(), tmp_path, round=0, gamma=0.5)
     assert info.rows == res.stats.steps
     assert len(read_df([info.path])) == res.stats.steps
+
+
+class InterruptingPolicy(ScriptedPolicy):
+    """The expert, which interrupts the main thread (as Ctrl-C would) at its ``at``-th call."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at, self.calls = at, 0
+
+    def act(self, observations):
+        self.calls += 1
+        if self.calls == self.at:
+            _thread.interrupt_main()
+        return super().act(observations)
+
+
+def test_interrupted_async_collection_stops_its_devices_before_unwinding() -> None:
+    goals = GOALS * 4  # far more work than happens before the interrupt
+    with running_farm(devices=2, seed=0) as farm:
+        envs = envs_for(farm)
+        server = InferenceServer(InterruptingPolicy(at=3), 0, max_batch=2, max_wait_ms=5)
+        with server, pytest.raises(KeyboardInterrupt):
+            collect_async(envs, server, {s: goals for s in farm.serials}, round_=0, progress=False)
+        # every device thread returned while the server and the farm were still up
+        assert not [t.name for t in threading.enumerate() if t.name.startswith("collect-")]
