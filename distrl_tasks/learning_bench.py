@@ -20,7 +20,8 @@ section between ``<!-- learning-benchmark:start/end -->``; MLflow in ``<workdir>
 (experiment ``learning-bench``): a parent run per invocation, a nested run per (method, task set,
 seed) with per-round metrics (step = round) and final metrics; the parent holds the artifacts.
 Finished runs are cached per run directory (named by a hash of its settings): an interrupted
-benchmark resumes; ``fresh=True`` starts over (do that after changing the code).
+benchmark resumes; ``fresh=True`` starts over (do that after changing the code). Runs go seed by
+seed (every method at seed 0, then at seed 1, ...), so a partial benchmark compares the methods.
 
 Duration on the 2-core machine. Smoke preset (measured): ~2 min (bootstrap ~25 s, ~20 s budget
 + ~5 s final evaluation per run). Full preset (estimated from the smoke's per-stage timings and
@@ -410,8 +411,9 @@ def run_benchmark(
         parent.log_params(settings.as_params())
         sft = {ts: bootstrap_sft(settings, ts, root, log=log) for ts in settings.task_sets}
         records = []
-        for ts, method, seed in itertools.product(
-            settings.task_sets, settings.methods, settings.seeds
+        # seed by seed: an interrupted benchmark holds every method for the seeds it finished
+        for ts, seed, method in itertools.product(
+            settings.task_sets, settings.seeds, settings.methods
         ):
             tags = {KIND_TAG: "bench-run", "method": method, "task_set": ts}
             params = {"method": method, "task_set": ts, "seed": seed, **settings.as_params()}
