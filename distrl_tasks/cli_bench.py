@@ -43,6 +43,11 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plots-dir", default="benchmarks/plots", help="where the PNGs go")
     p.add_argument("--no-results", action="store_true", help="do not write the results file")
     p.add_argument(
+        "--finished-only",
+        action="store_true",
+        help="print the table of the runs finished so far in --workdir; starts no run",
+    )
+    p.add_argument(
         "--fresh", action="store_true", help="discard cached runs in --workdir and start over"
     )
     add_config_flags(p)  # --config, --set: applied to every run
@@ -84,9 +89,12 @@ def settings_from_args(args: argparse.Namespace):
 
 def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     """Run the benchmark the parsed flags describe; prints progress and the table."""
-    from distrl_tasks.learning_bench import run_benchmark
+    from distrl_tasks.learning_bench import report_finished, run_benchmark
 
     settings = settings_from_args(args)
+    if args.finished_only:
+        report_finished(settings, args.workdir, log=lambda line: print(line, flush=True))
+        return 0
     run_benchmark(
         settings,
         workdir=args.workdir,

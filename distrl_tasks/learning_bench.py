@@ -276,6 +276,59 @@ def seed_registry(cfg: Config, workdir: Path, sft: SFTPolicy) -> int:
     return version
 
 
+def run_dir(
+    settings: LearningBenchSettings,
+    method: str,
+    task_set: str,
+    seed: int,
+    sft: SFTPolicy,
+    root: Path,
+) -> Path:
+    """The project directory of one run, named by a hash of everything that shapes its result."""
+    cfg = run_config(settings, task_set, method=method, seed=seed)
+    evals = (settings.budget_s, settings.eval_test, settings.eval_train)
+    key = _digest([cfg.to_flat_dict(), *evals, str(sft.workdir)])
+    return root / f"{task_set}-{method}-s{seed}-{key}"
+
+
+def report_finished(
+    settings: LearningBenchSettings,
+    workdir: str | os.PathLike = "runs/learning-bench",
+    *,
+    log: Callable[[str], None] = print,
+) -> tuple[str, list[RunRecord]]:
+    """The table of the runs of ``settings`` that finished so far in ``workdir``.
+
+    For a benchmark that was interrupted (or still runs elsewhere): task sets whose SFT
+    bootstrap has not finished are left out, runs not finished show as ``–``. No run is started
+    and nothing is written (no RESULTS.md section, plots or MLflow runs: those belong to a whole
+    benchmark); the one thing that may run is a finished SFT policy's evaluation on the
+    benchmark's task lists when it is not cached yet.
+    """
+    from distrl_tasks.stages import bootstrap
+
+    root = Path(workdir).resolve()
+    sft, records = {}, []
+    for ts in settings.task_sets:
+        cfg = run_config(settings, ts, latency=False)
+        boot = root / f"sft-{ts}-{sft_key(cfg, settings)}" / bootstrap.BOOTSTRAP_DIR
+        if (boot / "manifest.json").is_file():  # its evaluations are cached: nothing runs
+            sft[ts] = bootstrap_sft(settings, ts, root, log=log)
+    for ts, seed, method in itertools.product(sft, settings.seeds, settings.methods):
+        path = run_dir(settings, method, ts, seed, sft[ts], root) / RECORD_FILE
+        if path.is_file():
+            records.append(RunRecord.from_dict(json.loads(path.read_text())))
+    planned = len(settings.task_sets) * len(settings.seeds) * len(settings.methods)
+    sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
+    table = results_table(records, sft_cols, settings.methods)
+    log(f"{len(records)} of {planned} runs finished in {root}\n\n{table}\n")
+    if records:
+        log(run_details_table(records, settings.methods) + "\n")
+    for t in evaluate_targets(records, sft_cols, settings.budget_s):
+        log(f"- {t.name}: {t.verdict} ({t.detail})")
+    return table, records
+
+
 def run_one(
     settings: LearningBenchSettings,
     method: str,
@@ -292,9 +345,7 @@ def run_one(
     from distrl_tasks.stages import evaluate
 
     cfg = run_config(settings, task_set, method=method, seed=seed)
-    evals = (settings.budget_s, settings.eval_test, settings.eval_train)
-    key = _digest([cfg.to_flat_dict(), *evals, str(sft.workdir)])
-    workdir = root / f"{task_set}-{method}-s{seed}-{key}"
+    workdir = run_dir(settings, method, task_set, seed, sft, root)
     name = f"{METHOD_LABELS[method]} / {task_set} / seed {seed}"
     if (workdir / RECORD_FILE).is_file():
         log(f"[{name}] finished before: reusing {workdir / RECORD_FILE}")

@@ -15,7 +15,12 @@ import pytest
 from PIL import Image
 
 from distrl_tasks import learning_report as rep
-from distrl_tasks.learning_bench import EXPERIMENT, LearningBenchSettings, run_benchmark
+from distrl_tasks.learning_bench import (
+    EXPERIMENT,
+    LearningBenchSettings,
+    report_finished,
+    run_benchmark,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,4 +109,12 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     text = results.read_text()
     assert text.count(rep.START_MARK) == 1 and text.count(rep.END_MARK) == 1
     assert any("finished before: reusing" in line for line in lines)
+
+    # the finished-runs report: the same table from the cache, nothing run or written
+    mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "bench").rglob("*") if p.is_file()}
+    table, records = report_finished(settings, tmp_path / "bench", log=lines.append)
+    assert table == out.table and len(records) == 3
+    assert any(line.startswith("3 of 3 runs finished") for line in lines)
+    assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes
+    assert report_finished(settings, tmp_path / "nothing-here", log=lines.append)[1] == []
     print(f"smoke benchmark: {first_s:.0f} s, second invocation {again.wall_s:.0f} s")
