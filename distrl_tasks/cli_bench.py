@@ -55,7 +55,7 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace):
     """The preset (full, or smoke with --smoke) with the flags given applied."""
-    from distrl_tasks.learning_bench import LearningBenchSettings
+    from distrl_tasks.learning_setup import LearningBenchSettings
 
     base = LearningBenchSettings.smoke() if args.smoke else LearningBenchSettings.full()
     changes: dict = {}

@@ -33,22 +33,18 @@ General only (``--seeds 1 --task-sets general``) takes ~1 hour.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import hashlib
 import itertools
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.config import Config, load_config
 from distrl_tasks.learning_report import (
     METHOD_LABELS,
     RoundPoint,
@@ -62,233 +58,20 @@ from distrl_tasks.learning_report import (
     results_table,
     run_details_table,
 )
+from distrl_tasks.learning_setup import (
+    LearningBenchSettings,
+    SFTPolicy,
+    bootstrap_sft,
+    new_project,
+    run_config,
+    run_dir,
+    seed_registry,
+    sft_key,
+)
 
-METHODS: dict[str, dict[str, Any]] = {
-    "distrl": {"algorithm.name": "distrl", "orchestration.asynchronous": True},
-    "digirl": {"algorithm.name": "digirl", "orchestration.asynchronous": False},
-    "filtered_bc": {"algorithm.name": "filtered_bc", "orchestration.asynchronous": False},
-}
 MAX_ROUNDS = 100_000  # the budget, not a round count, ends a run
 EXPERIMENT = "learning-bench"
 RECORD_FILE = "bench_record.json"
-
-
-@dataclass(frozen=True)
-class LearningBenchSettings:
-    """What one benchmark invocation runs (every method gets exactly the same)."""
-
-    methods: tuple[str, ...] = ("distrl", "digirl", "filtered_bc")
-    task_sets: tuple[str, ...] = ("general", "webshop")
-    seeds: tuple[int, ...] = (0, 1, 2)
-    budget_s: float = 600.0  # wall clock per run, from the farm being up
-    devices: int = 8  # simulated devices (orchestration.devices_per_worker, one worker)
-    time_scale: float = 0.1  # sim.latency.time_scale (0.1: ten times faster than emulators)
-    episodes_per_device: int = 2  # episodes per device per collection round
-    round_eval_tasks: int = 24  # per-round evaluation: first N test tasks
-    eval_test: int = 96  # final evaluation: first N test tasks in file order (papers: 96)
-    eval_train: int = 96  # final evaluation: seeded sample of N train tasks
-    sft_episodes_per_device: int | None = None  # bootstrap demos per device (None: config)
-    sft_steps: int | None = None  # bootstrap SFT steps (None: agent.sft_steps)
-    horizon: int | None = None  # step budget of every episode (None: config's 10/20, papers')
-    threads: int = 1  # torch threads (2 fight each other and the actor thread on 2 shared cores)
-    overrides: Mapping[str, Any] = field(default_factory=dict)  # config keys, for every run
-    config: str | None = None  # base YAML config (None: the built-in defaults)
-    preset: str = "custom"
-
-    def __post_init__(self) -> None:
-        unknown = [m for m in self.methods if m not in METHODS]
-        if unknown or not self.methods:
-            raise ValueError(f"methods must be some of {list(METHODS)}, got {list(self.methods)}")
-        bad_sets = [t for t in self.task_sets if t not in ("general", "webshop")]
-        if bad_sets or not self.task_sets:
-            raise ValueError(f"task sets must be general and/or webshop, got {self.task_sets}")
-        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be distinct and at least one, got {self.seeds}")
-        if not self.budget_s > 0 or not self.time_scale >= 0:
-            raise ValueError("budget_s must be > 0 and time_scale >= 0")
-        counts = (self.devices, self.episodes_per_device, self.round_eval_tasks, self.threads)
-        if min((*counts, self.eval_test, self.eval_train, self.horizon or 1)) < 1:
-            raise ValueError("devices, episodes, task counts, threads, horizon must be >= 1")
-
-    @classmethod
-    def full(cls) -> LearningBenchSettings:
-        """The benchmark as reported: 3 methods x 2 task sets x 3 seeds, 600 s each."""
-        return cls(preset="full")
-
-    @classmethod
-    def smoke(cls) -> LearningBenchSettings:
-        """Seconds-scale settings that exercise the machinery (the numbers mean nothing)."""
-        return cls(
-            task_sets=("general",),
-            seeds=(0,),
-            budget_s=20.0,
-            devices=2,
-            time_scale=0.02,
-            episodes_per_device=1,
-            round_eval_tasks=2,
-            eval_test=2,
-            eval_train=2,
-            sft_episodes_per_device=2,
-            sft_steps=10,
-            horizon=3,  # the expert solves most General goals in 3 steps without mistakes
-            overrides={
-                "agent.sft_mistake_rate": 0.0,
-                "agent.sft_vocab_size": 400,
-                "agent.max_new_tokens": 48,
-                "algorithm.actor_epochs": 2,
-                "algorithm.critic_epochs": 1,
-                "algorithm.batch_size": 2,
-            },
-            preset="smoke",
-        )
-
-    def as_params(self) -> dict[str, Any]:
-        """Flat values for MLflow params."""
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "overrides"}
-        out = {k: ",".join(map(str, v)) if isinstance(v, tuple) else v for k, v in out.items()}
-        return {**out, **{f"override.{k}": v for k, v in sorted(self.overrides.items())}}
-
-
-def _digest(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:10]
-
-
-def run_config(
-    settings: LearningBenchSettings,
-    task_set: str,
-    *,
-    method: str = "distrl",
-    seed: int = 0,
-    latency: bool = True,
-) -> Config:
-    """The configuration of one run: the base config, the settings' overrides, then what the
-    benchmark fixes (method, task set, seed, devices, latency, round sizes, a free port and
-    the horizon if set)."""
-    fixed = {
-        **METHODS[method],
-        "env.task_set": task_set,
-        "sim.seed": seed,
-        "sim.port": 0,
-        "sim.latency.enabled": latency,
-        "sim.latency.time_scale": settings.time_scale,
-        "orchestration.workers": 1,
-        "orchestration.devices_per_worker": settings.devices,
-        "orchestration.episodes_per_device": settings.episodes_per_device,
-        "orchestration.eval_tasks": settings.round_eval_tasks,
-    }
-    if settings.horizon is not None:
-        fixed["env.horizon_general"] = fixed["env.horizon_webshop"] = settings.horizon
-    return load_config(settings.config, {**settings.overrides, **fixed})
-
-
-def _new_project(path: Path) -> None:
-    """An empty git project (the version stage commits DVC files into it, never elsewhere)."""
-    path.mkdir(parents=True, exist_ok=True)
-    if not (path / ".git").exists():
-        subprocess.run(["git", "init", "-q", str(path)], check=True)
-
-
-@dataclass
-class SFTPolicy:
-    """The bootstrap policy of one task set and its evaluations."""
-
-    task_set: str
-    workdir: Path
-    policy_dir: Path
-    steps: int
-    success: dict[str, float]  # train, test (final protocol) and round (per-round task list)
-    tasks_key: str  # key of the per-round task list (its registered evaluation)
-
-
-def sft_key(cfg: Config, settings: LearningBenchSettings) -> str:
-    """Cache key of a bootstrap: its config without ``algorithm.*`` (the bootstrap reads no RL
-    setting, so tuning an algorithm keeps the cached SFT policy) and the SFT budget."""
-    flat = {k: v for k, v in cfg.to_flat_dict().items() if not k.startswith("algorithm.")}
-    return _digest([flat, settings.sft_episodes_per_device, settings.sft_steps])
-
-
-def bootstrap_sft(
-    settings: LearningBenchSettings,
-    task_set: str,
-    root: Path,
-    *,
-    log: Callable[[str], None] = print,
-) -> SFTPolicy:
-    """Bootstrap (or reuse) the task set's SFT policy and evaluate it on the final protocol."""
-    from distrl_tasks.algorithms.sft import SFTSettings
-    from distrl_tasks.stages import bootstrap, evaluate
-
-    cfg = run_config(settings, task_set, latency=False)
-    workdir = root / f"sft-{task_set}-{sft_key(cfg, settings)}"
-    _new_project(workdir)
-    ag, started = cfg.agent, time.perf_counter()
-    boot = bootstrap.run(
-        cfg,
-        workdir=workdir,
-        episodes_per_device=settings.sft_episodes_per_device,
-        sft=SFTSettings(
-            steps=settings.sft_steps or ag.sft_steps, batch_size=ag.sft_batch_size, lr=ag.sft_lr
-        ),
-        eval_splits=("test",),
-        eval_tasks=settings.round_eval_tasks,
-        threads=settings.threads,
-        progress=True,
-    )
-    policy_dir = workdir / bootstrap.BOOTSTRAP_DIR / "policy"
-    success, keys = {}, {}
-    for name, split, n in (
-        ("round", "test", settings.round_eval_tasks),  # bootstrap's own evaluation: reused
-        ("test", "test", settings.eval_test),
-        ("train", "train", settings.eval_train),
-    ):
-        m = evaluate.run(
-            cfg, round=0, checkpoint_dir=policy_dir, workdir=workdir, split=split, n_tasks=n
-        )
-        success[name], keys[name] = float(m["success_rate"]), m["tasks_key"]
-    log(
-        f"[sft {task_set}] {boot.get('sft_steps')} steps on {boot.get('demos')} demo steps; "
-        f"success train {success['train']:.1%}, test {success['test']:.1%} "
-        f"({time.perf_counter() - started:.0f} s{', cached' if boot.get('skipped') else ''})"
-    )
-    steps = int(boot.get("sft_steps") or 0)
-    return SFTPolicy(task_set, workdir, policy_dir, steps, success, keys["round"])
-
-
-def seed_registry(cfg: Config, workdir: Path, sft: SFTPolicy) -> int:
-    """Register the SFT checkpoint in ``workdir``'s registry as round 0 / ``sft``, with its
-    per-round evaluation, and point ``behavior`` and ``champion`` at it (what bootstrap leaves)."""
-    from distrl_tasks.stages import common
-
-    registry = common.registry(cfg, workdir)
-    version = registry.register_checkpoint(
-        sft.policy_dir,
-        round=0,
-        algorithm="sft",
-        policy_version=0,
-        data_version="",
-        eval_success_rate=sft.success["round"],
-        eval_tasks_key=sft.tasks_key,
-        steps=sft.steps,
-        tags={"bootstrap_workdir": str(sft.workdir)},
-    )
-    registry.set_behavior(version)
-    registry.promote_if_better(version, sft.success["round"], sft.tasks_key)
-    return version
-
-
-def run_dir(
-    settings: LearningBenchSettings,
-    method: str,
-    task_set: str,
-    seed: int,
-    sft: SFTPolicy,
-    root: Path,
-) -> Path:
-    """The project directory of one run, named by a hash of everything that shapes its result."""
-    cfg = run_config(settings, task_set, method=method, seed=seed)
-    evals = (settings.budget_s, settings.eval_test, settings.eval_train)
-    key = _digest([cfg.to_flat_dict(), *evals, str(sft.workdir)])
-    return root / f"{task_set}-{method}-s{seed}-{key}"
 
 
 def report_finished(
@@ -351,7 +134,7 @@ def run_one(
         log(f"[{name}] finished before: reusing {workdir / RECORD_FILE}")
         return RunRecord.from_dict(json.loads((workdir / RECORD_FILE).read_text()))
     shutil.rmtree(workdir, ignore_errors=True)  # a half run would skew the clock: start over
-    _new_project(workdir)
+    new_project(workdir)
     seed_registry(cfg, workdir, sft)
     collections: list[tuple[float, int]] = []
 

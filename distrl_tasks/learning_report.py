@@ -371,7 +371,7 @@ def describe_settings(s: Any, sft_steps: Mapping[str, int], algorithm: Any) -> l
     """The settings lines of the RESULTS.md section.
 
     Args:
-        s: the benchmark settings (:class:`~distrl_tasks.learning_bench.LearningBenchSettings`).
+        s: the benchmark settings (:class:`~distrl_tasks.learning_setup.LearningBenchSettings`).
         sft_steps: SFT optimizer steps of each task set's bootstrap policy.
         algorithm: the runs' ``algorithm`` config section (the same for every method).
     """

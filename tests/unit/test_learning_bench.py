@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from distrl_tasks import learning_report as rep
-from distrl_tasks.learning_bench import LearningBenchSettings, run_config, sft_key
 from distrl_tasks.learning_report import RoundPoint, RunRecord
+from distrl_tasks.learning_setup import LearningBenchSettings, run_config, sft_key
 
 
 def record(method: str, seed: int, test: float, train: float = 0.0, **kw) -> RunRecord:
