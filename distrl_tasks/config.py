@@ -199,7 +199,8 @@ class AlgorithmConfig:
     """The RL algorithm and its hyperparameters (defaults from the papers' configs)."""
 
     name: Literal["distrl", "digirl", "filtered_bc"] = "distrl"  # training algorithm
-    mode: Literal["offline", "online", "off2on"] = "off2on"  # data regime
+    # data regime; recorded as a run tag only: no offline phase is implemented yet
+    mode: Literal["offline", "online", "off2on"] = "off2on"
     gamma: float = 0.5  # discount (papers' code: 0.5)
     lambda_: float = 1.0  # Retrace trace coefficient lambda
     rho_bar: float = 1.0  # truncation of importance ratios in targets and policy gradient
