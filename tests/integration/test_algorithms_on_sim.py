@@ -96,6 +96,10 @@ def test_update_favours_successful_behaviour(collected, name: str, tmp_path) -> 
     rows = [{**r, "behavior_log_prob": float(lp)} for r, lp in zip(rows, on_policy, strict=True)]
     good, bad = _groups(rows)
     before_good, before_bad = _log_probs(policy, good), _log_probs(policy, bad)
+    # the filters keep exactly the successful trajectories, whatever share of this (thread-timed,
+    # so run-dependent) collection succeeded: a fixed share could keep failures and imitate them
+    trajectories = {r["trajectory_id"] for r in rows}
+    won = {r["trajectory_id"] for r in rows if (r["reward"] or 0) > 0}
 
     algo_cfg = config_from_dict(
         {
@@ -103,7 +107,7 @@ def test_update_favours_successful_behaviour(collected, name: str, tmp_path) -> 
                 "name": name,
                 "sequence_length": 1,
                 "entropy_coef": 0.0,
-                "filter_top_fraction": 0.5,
+                "filter_top_fraction": len(won) / len(trajectories),
                 "lm_lr": 1e-4,
                 "critic_lr": 1e-2,
                 "max_grad_norm": 1.0,
