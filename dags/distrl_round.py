@@ -5,9 +5,11 @@
       -> trigger_next_round;  evaluate -> stop_farm (teardown)
 
 Rounds: a static DAG cannot loop, and mapping rounds as sequential task groups would fix their
-number at parse time. So each run processes the round in its ``round`` Param (from 1, as the
-CLI and dvc.yaml number them; round 0 is the SFT bootstrap) and, while ``round < rounds``, its
-last task triggers a new ``distrl_round`` run with ``round + 1`` (same Params).
+number at parse time. So each run processes the round in its ``round`` Param (numbered as the
+CLI and dvc.yaml number them: 0 is the offline phase of ``algorithm.mode`` off2on / offline,
+online rounds count from 1; empty = the mode's first round) and, while ``round < rounds`` (and
+the mode is not offline), its last task triggers a new ``distrl_round`` run with ``round + 1``
+(same Params).
 ``max_active_runs=1`` queues that run until this one (teardown included) has finished, so two
 rounds never share the farm. Re-running a round is safe: every stage is idempotent.
 

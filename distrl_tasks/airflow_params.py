@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks import modes
 from distrl_tasks.config import Config, ConfigError, load_config, parse_override
 
 WORKDIR_ENV = "DISTRL_WORKDIR"
@@ -49,12 +50,13 @@ def _nullable_enum(title: str, description: str, values: tuple[str, ...]) -> dic
 # name -> keyword arguments of airflow.sdk.Param (``default`` plus JSON-schema keys).
 PARAM_SPECS: dict[str, dict[str, Any]] = {
     "round": {
-        "default": 1,
-        "type": "integer",
-        "minimum": 1,
+        "default": None,
+        "type": ["null", "integer"],
+        "minimum": 0,
         "title": "Round",
-        "description": "Training round this run processes, from 1 like `distrl round` and "
-        "dvc.yaml (round 0 is the SFT bootstrap).",
+        "description": "Round this run processes, numbered like `distrl round` and dvc.yaml: "
+        "0 is the offline phase of algorithm.mode off2on / offline, online rounds count from 1 "
+        "(empty: the mode's first round).",
     },
     "rounds": _nullable_int(
         "Rounds",
@@ -192,22 +194,42 @@ def load_run_config(params: Mapping[str, Any], root: str | os.PathLike) -> Confi
     return cfg
 
 
-def next_round_conf(params: Mapping[str, Any], rounds: int) -> dict[str, Any] | None:
+def resolve_round(params: Mapping[str, Any], cfg: Config) -> dict[str, Any]:
+    """``params`` with ``round`` set: an empty one becomes the mode's first round.
+
+    Raises:
+        ValueError: the configured ``algorithm.mode`` has no such round (e.g. round 0 online).
+    """
+    out = dict(params)
+    if out.get("round") is None:
+        out["round"] = modes.first_round(cfg)
+    _check_param("round", out["round"])
+    modes.check_round(cfg, out["round"])
+    return out
+
+
+def next_round_conf(
+    params: Mapping[str, Any], rounds: int, *, offline_only: bool = False
+) -> dict[str, Any] | None:
     """The conf of the run that processes the next round, or None when this was the last one.
 
     Args:
-        params: this run's Params (``round`` is the round it processed).
-        rounds: total rounds of the chain (the resolved ``orchestration.rounds``).
+        params: this run's Params, resolved (``round`` is the round it processed).
+        rounds: online rounds of the chain (the resolved ``orchestration.rounds``); they are
+            numbered 1..rounds and follow round 0, the offline phase, when there is one.
+        offline_only: ``algorithm.mode`` is offline: round 0 is the whole chain.
 
     Returns:
         A copy of ``params`` with ``round`` + 1 and ``rounds`` pinned (so a later edit of
         ``params.yaml`` does not change a chain in flight), or None.
     """
-    current = params.get("round", 1)
+    current = params.get("round")
+    if current is None:
+        raise ValueError("Param 'round' must be resolved (resolve_round) before chaining")
     _check_param("round", current)
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    if current >= rounds:  # rounds are numbered 1..rounds
+    if current >= rounds or offline_only:
         return None
     return {**dict(params), "round": current + 1, "rounds": rounds}
 

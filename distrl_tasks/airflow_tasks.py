@@ -26,6 +26,7 @@ from distrl_tasks.airflow_params import (
     load_run_config,
     next_round_conf,
     next_run_id,
+    resolve_round,
     workdir,
 )
 from distrl_tasks.config import Config
@@ -42,14 +43,16 @@ DEFAULT_ARGS: dict[str, Any] = {
 def run_config(
     repo_root: Path, params: dict[str, Any] | None = None
 ) -> tuple[Config, Path, dict[str, Any]]:
-    """The config, project root and Params (the running task's, unless ``params`` is given).
+    """The config, project root and Params (the running task's, unless ``params`` is given),
+    with ``round`` resolved (an empty one is the mode's first round).
 
     Called inside tasks only: it reads the task's context and ``params.yaml``.
     """
     if params is None:
         params = dict(get_current_context()["params"])
     root = workdir(repo_root)
-    return load_run_config(params, root), root, params
+    cfg = load_run_config(params, root)
+    return cfg, root, resolve_round(params, cfg)
 
 
 def collection(repo_root: Path) -> tuple[Any, Any]:
@@ -123,14 +126,16 @@ def stop_farm(repo_root: Path, farm: Any) -> Any:
 
 
 def next_round(repo_root: Path, dag_id: str, after: Any) -> None:
-    """plan_next_round -> trigger_next_round, downstream of ``after``: while ``round < rounds``,
-    a new run of ``dag_id`` with ``round + 1`` and the same Params (a static DAG cannot loop)."""
+    """plan_next_round -> trigger_next_round, downstream of ``after``: while ``round < rounds``
+    (and the mode is not offline), a new run of ``dag_id`` with ``round + 1`` and the same
+    Params (a static DAG cannot loop)."""
 
     @task.short_circuit
     def plan_next_round() -> dict[str, Any] | None:
         """The next run's conf (and run id, as XCom ``run_id``); None skips the trigger."""
         cfg, _, params = run_config(repo_root)
-        conf = next_round_conf(params, cfg.orchestration.rounds)
+        offline_only = cfg.algorithm.mode == "offline"
+        conf = next_round_conf(params, cfg.orchestration.rounds, offline_only=offline_only)
         if conf is not None:
             ctx = get_current_context()
             run_id = next_run_id(dag_id, ctx["run_id"], conf["round"])

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks import modes
 from distrl_tasks.config import Config, ConfigError, load_config
 
 STAGES = ("bootstrap", "collect", "label", "version", "train", "evaluate", "register")
@@ -27,7 +28,12 @@ def add_pipeline_commands(
         p = sub.add_parser(name, help=f"run the {name} stage (prints its manifest as JSON)")
         p.add_argument("--workdir", default=".", help="project working directory (runs/, data/)")
         if name != "bootstrap":
-            p.add_argument("--round", type=int, required=True, help="round number (>= 1)")
+            p.add_argument(
+                "--round",
+                type=int,
+                required=True,
+                help="round number (0 = the offline phase of algorithm.mode off2on/offline)",
+            )
         if name == "collect":
             p.add_argument("--worker", type=int, default=0, help="worker index")
             p.add_argument("--workers", type=int, default=1, help="number of workers")
@@ -63,8 +69,15 @@ def add_pipeline_commands(
 
     rnd = sub.add_parser("round", help="bootstrap if needed, then run rounds end to end")
     rnd.add_argument("--workdir", default=".", help="project working directory")
-    rnd.add_argument("--rounds", type=int, help="how many rounds (default orchestration.rounds)")
-    rnd.add_argument("--first-round", type=int, default=1, help="number of the first round")
+    rnd.add_argument(
+        "--rounds", type=int, help="how many online rounds (default orchestration.rounds)"
+    )
+    rnd.add_argument(
+        "--first-round",
+        type=int,
+        help="number of the first round (default: 0, the offline phase, when algorithm.mode is "
+        "off2on or offline; else 1)",
+    )
     add_config_flags(rnd)
     rnd.set_defaults(func=_cmd_round)
 
@@ -127,8 +140,11 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
         cfg = _config(args)
         workdir = args.workdir
         rnd = getattr(args, "round", None)
-        if rnd is not None and rnd < 1:
-            raise ConfigError(f"--round: must be >= 1, got {rnd}")
+        if rnd is not None:
+            try:
+                modes.check_round(cfg, rnd)
+            except ValueError as exc:
+                raise ConfigError(f"--round: {exc}") from exc
         if name == "bootstrap":
             from distrl_tasks.stages import bootstrap
 
@@ -205,6 +221,13 @@ def _cmd_round(args: argparse.Namespace) -> int:
     from distrl_tasks.pipeline import format_rounds, run_rounds
 
     cfg = _config(args)
+    if args.first_round is not None:
+        try:
+            modes.check_round(cfg, args.first_round)
+        except ValueError as exc:
+            raise ConfigError(f"--first-round: {exc}") from exc
+    if args.rounds is not None and args.rounds < 1:
+        raise ConfigError(f"--rounds: must be >= 1, got {args.rounds}")
     results = run_rounds(
         cfg,
         workdir=args.workdir,

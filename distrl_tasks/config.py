@@ -199,7 +199,8 @@ class AlgorithmConfig:
     """The RL algorithm and its hyperparameters (defaults from the papers' configs)."""
 
     name: Literal["distrl", "digirl", "filtered_bc"] = "distrl"  # training algorithm
-    # data regime; recorded as a run tag only: no offline phase is implemented yet
+    # data regime: offline = round 0 only (the offline phase: critics, then actor, on rollouts
+    # of the bootstrap policy); online = rounds 1.. only; off2on = round 0, then online rounds
     mode: Literal["offline", "online", "off2on"] = "off2on"
     gamma: float = 0.5  # discount (papers' code: 0.5)
     lambda_: float = 1.0  # Retrace trace coefficient lambda
@@ -219,6 +220,8 @@ class AlgorithmConfig:
     batch_size: int = 4  # trajectories (or windows) per optimizer step
     actor_epochs: int = 20  # actor updates per round
     critic_epochs: int = 5  # critic-only warm-up steps per round, before the actor steps
+    offline_critic_steps: int = 20  # offline phase (round 0): critic-only steps (papers: 20)
+    offline_actor_steps: int = 30  # offline phase (round 0): actor steps (papers: 30)
     sequence_length: int = 3  # contiguous steps per sampled window (Retrace)
     filter_top_fraction: float = 0.1  # DigiRL / Filtered BC: keep the top p of trajectories
     priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01)  # DPER w1 |delta|, w2 rho, w3 H
@@ -240,6 +243,10 @@ class AlgorithmConfig:
             f"must be divisible by grad_accum_steps ({self.grad_accum_steps})",
         )
         _check(self.warmup_steps >= 0, f"{key}.warmup_steps", "must be >= 0")
+        _check(self.actor_epochs >= 1, f"{key}.actor_epochs", "must be >= 1")
+        _check(self.critic_epochs >= 0, f"{key}.critic_epochs", "must be >= 0")
+        _check(self.offline_actor_steps >= 1, f"{key}.offline_actor_steps", "must be >= 1")
+        _check(self.offline_critic_steps >= 0, f"{key}.offline_critic_steps", "must be >= 0")
         _check(self.weight_decay >= 0, f"{key}.weight_decay", "must be >= 0")
         _check(self.sequence_length >= 1, f"{key}.sequence_length", "must be >= 1")
         _check(
@@ -314,6 +321,9 @@ class OrchestrationConfig:
     workers: int = 1  # collection workers (one Airflow mapped task each)
     devices_per_worker: int = 8  # devices each worker drives
     episodes_per_device: int = 2  # episodes each device runs per round
+    # round 0 (algorithm.mode offline / off2on): episodes each device runs with the bootstrap
+    # policy to make the offline dataset
+    offline_episodes_per_device: int = 4
     rounds: int = 3  # training rounds of the demo / DAG
     asynchronous: bool = True  # DistRL actor/learner (True) or DigiRL lockstep rounds (False)
     eval_tasks: int = 96  # first N test tasks in file order (papers: 96)
@@ -328,6 +338,11 @@ class OrchestrationConfig:
         _check(self.actor_max_pending >= 0, f"{key}.actor_max_pending", "must be >= 0")
         _check(self.devices_per_worker >= 1, f"{key}.devices_per_worker", "must be >= 1")
         _check(self.episodes_per_device >= 1, f"{key}.episodes_per_device", "must be >= 1")
+        _check(
+            self.offline_episodes_per_device >= 1,
+            f"{key}.offline_episodes_per_device",
+            "must be >= 1",
+        )
         _check(self.rounds >= 1, f"{key}.rounds", "must be >= 1")
         _check(self.eval_tasks >= 1, f"{key}.eval_tasks", "must be >= 1")
         _check(self.inference_max_batch >= 1, f"{key}.inference_max_batch", "must be >= 1")

@@ -232,13 +232,19 @@ def run_demo(
         print(f"  SFT policy success on {split}: {rate:.1%}")
     mode = "asynchronous DistRL-style" if cfg.orchestration.asynchronous else "synchronous"
     n = rounds or cfg.orchestration.rounds
-    print(f"\n== 3. {n} {mode} rounds of {cfg.algorithm.name} on the simulator ==")
+    if cfg.algorithm.mode == "offline":
+        plan = "the offline phase (round 0) only"
+    else:
+        offline = " after the offline phase (round 0)" if cfg.algorithm.mode == "off2on" else ""
+        plan = f"{n} {mode} rounds{offline}"
+    print(f"\n== 3. {plan} of {cfg.algorithm.name} on the simulator ==")
     results = run_rounds(
         cfg,
         workdir=workdir,
         rounds=n,
         on_round=lambda r: print(
-            f"  round {r.round}: learned from {r.row()['trajectories']} new trajectories, "
+            f"  round {r.round}{' (offline phase)' if r.round == 0 else ''}: learned from "
+            f"{r.row()['trajectories']} new trajectories, "
             f"test success {r.evaluate.get('success_rate', 0.0):.1%} "
             f"({r.seconds:.0f} s)",
             flush=True,

@@ -2,7 +2,9 @@
 
 Each round is collect → label → version → train → evaluate → register, every step one call of a
 stage (the same functions Airflow tasks and `dvc repro` call), so a round started here lands in
-the same MLflow registry and DVC remote as one started anywhere else.
+the same MLflow registry and DVC remote as one started anywhere else. With an offline phase
+(``algorithm.mode`` off2on or offline, :mod:`distrl_tasks.modes`) round 0 runs first, always
+synchronously: the bootstrap policy's offline dataset, then critics and actor trained on it.
 
 Synchronous mode (DigiRL) runs the steps in sequence: the devices idle while the learner works.
 Asynchronous mode (DistRL) decouples them: an actor thread collects rounds back to back with
@@ -153,29 +155,38 @@ def run_rounds(
     *,
     workdir: str | os.PathLike = ".",
     rounds: int | None = None,
-    first_round: int = 1,
+    first_round: int | None = None,
     on_round: Callable[[RoundResult], None] | None = None,
     budget_s: float | None = None,
     on_collect: CollectCallback | None = None,
 ) -> list[RoundResult]:
-    """Bootstrap if needed, then run ``rounds`` rounds (default ``orchestration.rounds``).
+    """Bootstrap if needed, then the offline phase if the mode has one, then the online rounds.
 
-    Rounds already finished (their stage manifests exist) are returned without redoing work.
+    ``algorithm.mode`` (:mod:`distrl_tasks.modes`): ``off2on`` runs round 0 (the offline phase,
+    always synchronous) and then ``rounds`` online rounds; ``online`` only the online rounds;
+    ``offline`` only round 0. Rounds already finished (their stage manifests exist) are returned
+    without redoing work.
 
     Args:
-        cfg: the configuration (``orchestration.asynchronous`` picks the mode).
+        cfg: the configuration (``orchestration.asynchronous`` picks the online mode).
         workdir: project working directory.
-        rounds: at most this many rounds (default ``orchestration.rounds``); asynchronously
-            these are learner rounds, numbered by the newest collection each one took, so
-            numbers skip the collections merged into a later round.
-        first_round: number of the first round (asynchronously: of the first collection).
+        rounds: at most this many online rounds (default ``orchestration.rounds``);
+            asynchronously these are learner rounds, numbered by the newest collection each
+            one took, so numbers skip the collections merged into a later round.
+        first_round: number of the first round (default: 0 with an offline phase, else 1; a
+            later start skips the offline phase; asynchronously: of the first collection).
         on_round: called with each finished round.
-        budget_s: wall-clock budget in seconds, counted from when the farm is up: no round is
-            learned once :func:`budget_allows` expects it to end past the budget (None: none).
+        budget_s: wall-clock budget in seconds, counted from when the farm is up (the offline
+            phase included): no round is learned once :func:`budget_allows` expects it to end
+            past the budget (None: none).
         on_collect: called in the calling thread as ``on_collect(round, manifest, finished_s)``
             for every finished collection, ``finished_s`` being when it finished (seconds since
             the rounds started), including a last asynchronous one that is never learned.
+
+    Raises:
+        ValueError: ``rounds`` < 1, a budget <= 0, or a first round the mode does not have.
     """
+    from distrl_tasks import modes
     from distrl_tasks.stages import bootstrap, farm
 
     n = rounds if rounds is not None else cfg.orchestration.rounds
@@ -183,33 +194,57 @@ def run_rounds(
         raise ValueError(f"rounds must be >= 1, got {n}")
     if budget_s is not None and not budget_s > 0:
         raise ValueError(f"budget_s must be > 0, got {budget_s}")
+    first = modes.first_round(cfg) if first_round is None else first_round
+    modes.check_round(cfg, first)
     bootstrap.run(cfg, workdir=workdir)
     results: list[RoundResult] = []
     record = farm.start(cfg, workdir=workdir, owner_pid=os.getpid())
     try:
+        t0 = time.perf_counter()
+        if first == modes.OFFLINE_ROUND:
+            results.append(_sync_round(cfg, workdir, record, first, t0, on_collect))
+            if on_round:
+                on_round(results[-1])
+            if cfg.algorithm.mode == "offline":
+                return results
+            first += 1
         if cfg.orchestration.asynchronous:
-            results = _async_rounds(
-                cfg, workdir, record, first_round, n, on_round, budget_s, on_collect
+            results += _async_rounds(
+                cfg, workdir, record, first, n, on_round, budget_s, on_collect, t0
             )
         else:
-            t0 = time.perf_counter()
-            for r in range(first_round, first_round + n):
+            online: list[RoundResult] = []  # the offline phase does not predict their length
+            for r in range(first, first + n):
                 start = time.perf_counter()
-                if not budget_allows(start - t0, budget_s, [x.seconds for x in results]):
+                if not budget_allows(start - t0, budget_s, [x.seconds for x in online]):
                     break
-                manifest, collected_s = _timed_collect(cfg, r, workdir, record, t0)
-                if on_collect:
-                    on_collect(r, manifest, collected_s)
-                result = RoundResult(r, collect=manifest, collected_s=collected_s)
-                _learn(cfg, result, workdir)
-                now = time.perf_counter()
-                result.seconds, result.finished_s = now - start, now - t0
-                results.append(result)
+                online.append(_sync_round(cfg, workdir, record, r, t0, on_collect))
                 if on_round:
-                    on_round(result)
+                    on_round(online[-1])
+            results += online
     finally:
         farm.stop(cfg, workdir=workdir)
     return results
+
+
+def _sync_round(
+    cfg: Config,
+    workdir: str | os.PathLike,
+    record: dict,
+    r: int,
+    t0: float,
+    on_collect: CollectCallback | None,
+) -> RoundResult:
+    """Collect round ``r``, then learn from it (the devices wait for the learner)."""
+    start = time.perf_counter()
+    manifest, collected_s = _timed_collect(cfg, r, workdir, record, t0)
+    if on_collect:
+        on_collect(r, manifest, collected_s)
+    result = RoundResult(r, collect=manifest, collected_s=collected_s)
+    _learn(cfg, result, workdir)
+    now = time.perf_counter()
+    result.seconds, result.finished_s = now - start, now - t0
+    return result
 
 
 _END = object()  # the actor's last message: it started no further collection
@@ -300,9 +335,12 @@ def _async_rounds(
     on_round: Callable[[RoundResult], None] | None,
     budget_s: float | None = None,
     on_collect: CollectCallback | None = None,
+    t0: float | None = None,
 ) -> list[RoundResult]:
+    """Learner rounds on an actor thread's collections; ``t0`` starts the budget's clock."""
     results: list[RoundResult] = []
-    t0 = start = time.perf_counter()
+    start = time.perf_counter()
+    t0 = start if t0 is None else t0
     window = cfg.orchestration.actor_max_pending or cfg.data.replay_window_rounds
     # a single learner round would never train on a second collection
     actor = _Actor(cfg, workdir, record, first, t0, budget_s, window, limit=1 if n == 1 else None)

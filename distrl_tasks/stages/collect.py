@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks import modes
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config
@@ -118,7 +119,8 @@ def run(
         out_dir: shard directory (default ``<data.root>/raw`` under ``workdir``).
         mode: ``"async"`` (DistRL) or ``"sync"`` (DigiRL); default from
             ``orchestration.asynchronous``.
-        episodes_per_device: default ``orchestration.episodes_per_device``.
+        episodes_per_device: default ``orchestration.episodes_per_device``, or in round 0 (the
+            offline phase, :mod:`distrl_tasks.modes`) ``orchestration.offline_episodes_per_device``.
         split: ``train`` or ``test`` goals.
         adb_address: ``(host, port)`` of an ADB server to use instead of starting a sim farm.
         worker: worker index (shard names; farm seed offset; which devices it drives).
@@ -142,7 +144,7 @@ def run(
         max_wait_ms = cfg.orchestration.inference_max_wait_ms
     if mode not in ("async", "sync"):
         raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
-    episodes = episodes_per_device or cfg.orchestration.episodes_per_device
+    episodes = episodes_per_device or modes.episodes_per_device(cfg, round)
     if episodes < 1:
         raise ValueError(f"episodes_per_device must be >= 1, got {episodes}")
     if adb_host is not None and adb_port is not None:

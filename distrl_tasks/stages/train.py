@@ -4,7 +4,8 @@ The learner's full state (policy, critics, optimizer, RNG streams) lives in ``ru
 carries over from round to round, so critics keep learning and a resumed round makes exactly the
 update an uninterrupted one would. The very first round starts from the ``behavior`` policy in
 the registry (the SFT bootstrap). The round's policy is exported as a plain safetensors
-checkpoint in ``runs/checkpoints/r<round>`` for evaluation and registration.
+checkpoint in ``runs/checkpoints/r<round>`` for evaluation and registration. Round 0 is the
+offline phase (:mod:`distrl_tasks.modes`): more critic-only steps first, then the actor.
 
 Multi-process training (``accelerate launch -m distrl_tasks.cli train --round N``, CPU gloo or
 several GPUs) runs this same function in every process; the main process alone exports the
@@ -19,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks import modes
 from distrl_tasks.config import Config
 from distrl_tasks.stages import common
 
@@ -43,7 +45,7 @@ def _starting_version(cfg: Config, workdir: str | os.PathLike, round_: int, regi
     the round, so re-training a round (e.g. `dvc repro` after a param change) starts from the
     same weights, whatever ``behavior`` points at by then. The alias is the last resort.
     """
-    previous = common.read_manifest(workdir, round_ - 1, "register")
+    previous = common.read_manifest(workdir, round_ - 1, "register") if round_ > 0 else None
     if previous is not None:
         return int(previous["version"])
     boot = Path(workdir) / "runs" / "bootstrap" / "manifest.json"
@@ -70,8 +72,15 @@ def run(
         round: the round number.
         data_version: DVC hash of the data trained on (lineage; recorded in the manifest).
         workdir: project working directory.
-        steps: optimizer steps this round (default ``algorithm.actor_epochs``).
+        steps: actor optimizer steps this round (default ``algorithm.actor_epochs``, or
+            ``algorithm.offline_actor_steps`` in round 0); the critic-only steps before them
+            are ``algorithm.critic_epochs`` (round 0: ``algorithm.offline_critic_steps``).
+
+    Raises:
+        ValueError: the configured ``algorithm.mode`` has no round ``round``.
+        RuntimeError: the replay window is empty, or no policy to start from is registered.
     """
+    modes.check_round(cfg, round)
     done = common.read_manifest(workdir, round, "train")
     if done is not None:
         return {**done, "reused": True}
@@ -82,7 +91,8 @@ def run(
     from distrl_tasks.algorithms.base import build_algorithm
     from distrl_tasks.algorithms.learner import Learner
 
-    steps = steps or cfg.algorithm.actor_epochs
+    actor_steps, critic_steps = modes.train_steps(cfg, round)
+    steps = steps or actor_steps
     replay = _replay(cfg, workdir)
     if len(replay) == 0:
         raise RuntimeError(
@@ -118,7 +128,7 @@ def run(
         learner.load_checkpoint(latest)
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
     # critic warm-up first, then the actor (bumps learner.policy_version)
-    metrics = learner.train_round(replay, steps, critic_steps=a.critic_epochs)
+    metrics = learner.train_round(replay, steps, critic_steps=critic_steps)
     learner.save_checkpoint(f"round-{round:06d}")
     out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {

@@ -12,9 +12,10 @@ from distrl_tasks.airflow_params import (
     newest_trajectories,
     next_round_conf,
     next_run_id,
+    resolve_round,
     workdir,
 )
-from distrl_tasks.config import ConfigError
+from distrl_tasks.config import ConfigError, load_config
 
 DEFAULTS = {name: spec["default"] for name, spec in PARAM_SPECS.items()}
 
@@ -57,7 +58,8 @@ def test_named_params_map_to_config_keys_and_win_over_free_overrides() -> None:
         ({"workers": 0}, r"'workers' must be in \[1, 64\]"),
         ({"workers": True}, "'workers' must be an integer"),
         ({"episodes_per_device": 2.5}, "'episodes_per_device' must be an integer"),
-        ({"round": None}, "'round' must not be null"),
+        ({"round": -1}, r"'round' must be in \[0, None\]"),
+        ({"round": "1"}, "'round' must be an integer"),
         ({"overrides": "sim.seed=1"}, "'overrides' must be a list"),
         ({"overrides": ["no-equals"]}, "bad entry 'no-equals'"),
         ({"devices": 4}, r"unknown Params \['devices'\]"),
@@ -94,8 +96,9 @@ def test_load_run_config_reports_bad_override_values(tmp_path) -> None:
 
 
 def test_next_round_conf_chains_until_the_last_round() -> None:
-    params = {**DEFAULTS, "algorithm": "digirl"}
-    assert params["round"] == 1  # the Param's default: round 0 is the SFT bootstrap
+    online = load_config(None, {"algorithm.mode": "online"})
+    params = resolve_round({**DEFAULTS, "algorithm": "digirl"}, online)
+    assert params["round"] == 1  # an empty Param is the mode's first round
     conf = next_round_conf(params, rounds=3)
     assert conf == {**params, "round": 2, "rounds": 3}
     assert next_round_conf(conf, rounds=3) == {**params, "round": 3, "rounds": 3}
@@ -103,6 +106,21 @@ def test_next_round_conf_chains_until_the_last_round() -> None:
     assert next_round_conf(params, rounds=1) is None
     with pytest.raises(ValueError, match="rounds must be >= 1"):
         next_round_conf(params, rounds=0)
+    with pytest.raises(ValueError, match="must be resolved"):
+        next_round_conf(DEFAULTS, rounds=3)
+
+
+def test_the_offline_phase_is_round_zero_of_the_chain() -> None:
+    off2on = load_config(None, {"algorithm.mode": "off2on"})
+    params = resolve_round(DEFAULTS, off2on)
+    assert params["round"] == 0
+    assert next_round_conf(params, rounds=2) == {**params, "round": 1, "rounds": 2}
+    assert next_round_conf(params, rounds=2, offline_only=True) is None
+    assert resolve_round({**DEFAULTS, "round": 2}, off2on)["round"] == 2  # given: kept
+    with pytest.raises(ValueError, match=r"algorithm\.mode is 'online'"):
+        resolve_round({**DEFAULTS, "round": 0}, load_config(None, {"algorithm.mode": "online"}))
+    with pytest.raises(ValueError, match="trains round 0 only"):
+        resolve_round({**DEFAULTS, "round": 1}, load_config(None, {"algorithm.mode": "offline"}))
 
 
 def test_next_run_id_is_deterministic_and_short() -> None:

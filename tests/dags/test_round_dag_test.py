@@ -107,6 +107,23 @@ def test_the_last_round_triggers_nothing(round_dag, project: Path) -> None:
     assert states[("trigger_next_round", -1)] == TaskInstanceState.SKIPPED
 
 
+def test_an_empty_round_param_starts_off2on_with_the_offline_phase(
+    round_dag, project: Path
+) -> None:
+    conf = {"rounds": 2, "overrides": ["algorithm.mode=off2on"]}
+    dr = round_dag.test(run_conf=conf, mark_success_pattern=STAGE_TASKS)
+    assert dr.state == DagRunState.SUCCESS
+    assert _xcom(dr, "plan_next_round")["round"] == 1  # this run was round 0
+    assert _xcom(dr, "plan_next_round", key="run_id").startswith("distrl_round__round1__")
+
+
+def test_offline_mode_ends_the_chain_after_the_offline_phase(round_dag, project: Path) -> None:
+    conf = {"rounds": 3, "overrides": ["algorithm.mode=offline"]}
+    dr = round_dag.test(run_conf=conf, mark_success_pattern=STAGE_TASKS)
+    assert dr.state == DagRunState.SUCCESS
+    assert _states(dr)[("trigger_next_round", -1)] == TaskInstanceState.SKIPPED
+
+
 @pytest.mark.slow
 def test_dag_test_runs_a_tiny_round_on_the_simulator(
     round_dag, project: Path, registered_policy: int

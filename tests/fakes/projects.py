@@ -14,6 +14,7 @@ orchestration:
   rounds: 1
   eval_tasks: 2
 algorithm:
+  mode: online  # a run with default Params is round 1 (the offline phase has its own tests)
   batch_size: 2
   actor_epochs: 1
   critic_epochs: 1

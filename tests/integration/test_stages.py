@@ -181,6 +181,57 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     assert tracker.client.get_run(parent).info.status == "FINISHED"
 
 
+def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:
+    cfg = tiny_cfg(
+        algorithm={"mode": "off2on", "offline_critic_steps": 2, "offline_actor_steps": 3},
+        orchestration={"offline_episodes_per_device": 2},
+    )
+    first = register_initial_policy(cfg, project)
+    record = farm.start(cfg, workdir=project)
+    address = {"adb_host": record["host"], "adb_port": record["port"], "progress": False}
+
+    def round_(r: int) -> tuple[dict, dict]:
+        c = collect.run(cfg, round=r, workdir=project, **address)
+        label.run(cfg, round=r, workdir=project)
+        ver = version.run(cfg, round=r, workdir=project)
+        tr = train.run(cfg, round=r, data_version=ver["data_version"], workdir=project)
+        reg = register.run(
+            cfg,
+            round=r,
+            checkpoint_dir=tr["checkpoint_dir"],
+            data_version=ver["data_version"],
+            evaluation={"success_rate": 0.0, "tasks_key": "tasks-abc"},
+            workdir=project,
+        )
+        return c, {**tr, "version": reg["version"]}
+
+    try:
+        offline_c, offline_t = round_(0)
+        online_c, online_t = round_(1)
+    finally:
+        farm.stop(cfg, workdir=project)
+    # round 0: the bootstrap policy's offline dataset (2 devices x 2 episodes), then 2 critic
+    # and 3 actor steps
+    assert offline_c["trajectories"] == 4 and offline_c["policy_version"] == 0
+    assert offline_t["steps"] == 2 + 3 and offline_t["policy_version"] == 1
+    assert offline_t["replay_trajectories"] == 4
+    # round 1: the offline round's policy collects 2 x 1 episodes; the learner carries on (1
+    # critic + 2 actor steps) over a replay window holding both rounds
+    assert online_c["trajectories"] == 2 and online_c["policy_version"] == 1
+    assert online_t["steps"] == 5 + 1 + 2 and online_t["policy_version"] == 2
+    assert online_t["replay_trajectories"] == 6
+    registry = common.registry(cfg, project)
+    assert registry.get_version(offline_t["version"]).round == 0
+    assert offline_t["version"] == first + 1 and online_t["version"] == first + 2
+
+
+def test_train_refuses_rounds_the_mode_does_not_have(project) -> None:
+    with pytest.raises(ValueError, match=r"algorithm\.mode is 'online'"):
+        train.run(tiny_cfg(algorithm={"mode": "online"}), round=0, workdir=project)
+    with pytest.raises(ValueError, match="trains round 0 only"):
+        train.run(tiny_cfg(algorithm={"mode": "offline"}), round=1, workdir=project)
+
+
 def test_gemini_labeling_retries_and_never_counts_missing_verdicts_as_failures(
     project, monkeypatch
 ) -> None:

@@ -91,11 +91,12 @@ def _check_stream(results, calls) -> None:
     assert calls[-1] == ("stop", 0)  # the farm is always stopped, after the actor ended
 
 
-def _cfg(asynchronous: bool) -> Config:
+def _cfg(asynchronous: bool, mode: str = "online") -> Config:
     base = Config()
     return dataclasses.replace(
         base,
         orchestration=dataclasses.replace(base.orchestration, asynchronous=asynchronous),
+        algorithm=dataclasses.replace(base.algorithm, mode=mode),
     )
 
 
@@ -225,6 +226,70 @@ def test_async_budget_learns_in_time_and_reports_the_last_collections(fake_stage
     _check_stream(results, calls)
     assert collected == _collected(calls)
     assert collected[-1] > results[-1].round  # collected after the last learned, never learned
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_off2on_runs_the_offline_round_first_then_the_online_rounds(
+    fake_stages, asynchronous: bool
+) -> None:
+    timing, calls = fake_stages
+    timing.update(collect_s=1.0, learn_s=2.0)
+    seen: list[int] = []
+    results = run_rounds(
+        _cfg(asynchronous, "off2on"), rounds=2, on_round=lambda r: seen.append(r.round)
+    )
+    assert [r.round for r in results] == seen and seen[0] == 0
+    # round 0 completes (collect, learn) before any online collection starts
+    assert calls[:2] == [("collect", 0), ("learn", 0)]
+    assert results[0].collected_s == 1.0 and results[0].finished_s == 3.0
+    online = [r for r in results if r.round > 0]
+    assert len(online) == 2 and online[0].collected_s > 3.0  # one clock for the whole run
+    if asynchronous:
+        _check_stream(online, calls[2:])
+    else:
+        lockstep = [(kind, r) for r in (1, 2) for kind in ("collect", "learn")]
+        assert calls[2:] == [*lockstep, ("stop", 0)]
+
+
+def test_offline_mode_runs_only_the_offline_round(fake_stages) -> None:
+    _, calls = fake_stages
+    results = run_rounds(_cfg(True, "offline"), rounds=5)
+    assert [r.round for r in results] == [0]
+    assert calls == [("collect", 0), ("learn", 0), ("stop", 0)]
+
+
+def test_sync_budget_ignores_the_longer_offline_round_when_predicting(fake_stages) -> None:
+    timing, _ = fake_stages
+    timing.update(collect_s=1.0, learn_s=2.0)
+    timing["on_learn"] = lambda r: timing.update(learn_s=2.0 if r.round else 8.0)
+    results = run_rounds(_cfg(False, "off2on"), rounds=100, budget_s=18.0)
+    # round 0 ends at 9; online rounds of 3 s start at 9, 12, 15 (15 + 3 <= 18); not at 18
+    assert [r.round for r in results] == [0, 1, 2, 3]
+    assert [r.finished_s for r in results] == [9.0, 12.0, 15.0, 18.0]
+
+
+@pytest.mark.parametrize(
+    ("mode", "first", "message"),
+    [
+        ("online", 0, "round 0 is the offline phase, and algorithm.mode is 'online'"),
+        ("offline", 1, "trains round 0 only"),
+        ("off2on", -1, "round must be >= 0"),
+    ],
+)
+def test_rounds_the_mode_does_not_have_are_refused_before_any_work(
+    fake_stages, mode: str, first: int, message: str
+) -> None:
+    _, calls = fake_stages
+    with pytest.raises(ValueError, match=message):
+        run_rounds(_cfg(False, mode), rounds=1, first_round=first)
+    assert calls == []  # no farm started, nothing collected
+
+
+def test_a_later_first_round_skips_the_offline_phase(fake_stages) -> None:
+    _, calls = fake_stages
+    results = run_rounds(_cfg(False, "off2on"), rounds=1, first_round=4)
+    assert [r.round for r in results] == [4]
+    assert ("collect", 0) not in calls
 
 
 def test_budget_must_be_positive(fake_stages) -> None:
