@@ -176,7 +176,11 @@ def _cmd_sim_expert(args: argparse.Namespace) -> int:
 # ----- distrl demo -----------------------------------------------------------------------------
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="the main job on the embedded default (simulator + RL)")
-    demo.add_argument("--rounds", type=int, help="RL rounds (default 3)")
+    demo.add_argument(
+        "--rounds",
+        type=int,
+        help="online RL rounds (default 3); off2on runs the offline round 0 first",
+    )
     demo.add_argument("--workdir", default="runs/demo", help="the demo's own project directory")
     demo.add_argument(
         "--tasks-per-split", type=int, default=8, help="expert showcase goals per AitW split"

@@ -11,7 +11,10 @@ registered within the budget (SFT's if none): the first ``eval_test`` test tasks
 and ``eval_train`` train tasks sampled with seed 0; greedy, oracle verdicts.
 
 Fairness: every method gets the same budget, devices, latency model, episodes per round, SFT
-policy, evaluation and the config's hyperparameters, untuned. The seed is ``sim.seed``. The
+policy, evaluation, data regime and the config's hyperparameters, untuned. With an offline phase
+(``algorithm.mode`` off2on, the default) every run starts with round 0 inside its budget,
+always synchronous; its dataset is not counted among the collected trajectories, which compare
+the online collection modes. The seed is ``sim.seed``. The
 emulator-calibrated latency model (time-scaled) is on during the rounds, off for the bootstrap
 and the final evaluations (latency changes no verdict, only time).
 
@@ -139,7 +142,8 @@ def run_one(
     collections: list[tuple[float, int]] = []
 
     def collected(round_: int, manifest: dict[str, Any], finished_s: float) -> None:
-        collections.append((finished_s, int(manifest.get("trajectories", 0))))
+        if round_ > 0:  # round 0 is the offline dataset, the same for every method
+            collections.append((finished_s, int(manifest.get("trajectories", 0))))
 
     def learned(r: RoundResult) -> None:
         log(

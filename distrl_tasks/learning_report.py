@@ -392,6 +392,14 @@ def describe_settings(s: Any, sft_steps: Mapping[str, int], algorithm: Any) -> l
         "0; greedy decoding, oracle verdicts, latency off",
         f"SFT: one bootstrap policy per task set, shared by all methods and seeds (SFT steps: "
         f"{steps})",
+        f"data regime `{a.mode}`"
+        + (
+            " (round 0, inside the budget: the SFT policy's offline dataset, then "
+            f"{a.offline_critic_steps} critic-only and {a.offline_actor_steps} actor steps; its "
+            "trajectories are not counted as collected)"
+            if a.mode != "online"
+            else ""
+        ),
         "methods: DistRL = `distrl` with asynchronous rounds (async collection overlapped with "
         "learning: the actors collect back to back, each learner round takes every collection "
         "finished since the last); DigiRL = `digirl` and Filtered BC = `filtered_bc` "

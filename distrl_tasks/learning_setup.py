@@ -93,6 +93,9 @@ class LearningBenchSettings:
                 "algorithm.actor_epochs": 2,
                 "algorithm.critic_epochs": 1,
                 "algorithm.batch_size": 2,
+                "algorithm.offline_actor_steps": 2,
+                "algorithm.offline_critic_steps": 1,
+                "orchestration.offline_episodes_per_device": 1,
             },
             preset="smoke",
         )
