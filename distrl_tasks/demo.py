@@ -190,6 +190,10 @@ DEMO_OVERRIDES: dict[str, object] = {
     # 209-256 s instead of ~150 s, and one run fell to 0% test success in its 2nd learner round)
     "orchestration.actor_max_pending": 2,
     "algorithm.name": "distrl",
+    # no offline phase: on 2 cores round 0 (32 rollouts of the SFT policy, 50 learner steps and
+    # its evaluation) adds ~2.5 min past the 15-minute bound and measurably raised nothing
+    # (benchmarks/RESULTS.md, "Offline phase"); `--set algorithm.mode=off2on` runs it
+    "algorithm.mode": "online",
 }
 
 

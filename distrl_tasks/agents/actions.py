@@ -87,20 +87,32 @@ def _unescape(text: str) -> str:
         return text
 
 
+def _plan(text: str) -> str:
+    match = _PLAN.search(text)
+    return match.group(1) if match else ""
+
+
 def parse_action(text: str) -> Action:
     """Parse AutoUI model output. Never raises; malformed text returns an ``invalid`` fallback.
 
     Rules: ``action_type`` must name a known type; DUAL_POINT needs both points as ``[y, x]``
     within [0, 1]; TYPE needs ``typed_text`` (empty text parses, but is flagged by the env's
-    penalty, not here); other types ignore the remaining fields.
+    penalty, not here); other types ignore the remaining fields. A repeated field counts once
+    (the first), but an output that stops inside a field (a quote after the last complete one)
+    is invalid: that is how a decoder caught in a loop ("lift_point" over and over) ends when
+    the token budget runs out, and reading it as a tap would hide the loop from the
+    invalid-action penalty.
     """
     if not isinstance(text, str):
         return FALLBACK
     fields: dict[str, str] = {}
-    for key, value in _FIELD.findall(text):
-        fields.setdefault(key, value)
-    plan_match = _PLAN.search(text)
-    plan = plan_match.group(1) if plan_match else ""
+    last_end = 0
+    for match in _FIELD.finditer(text):
+        fields.setdefault(match.group(1), match.group(2))
+        last_end = match.end()
+    if last_end and '"' in text[last_end:]:
+        return Action(ActionType.TASK_IMPOSSIBLE, plan=_plan(text), invalid=True)
+    plan = _plan(text)
     try:
         kind = ActionType(fields.get("action_type", "").strip().upper())
     except ValueError:

@@ -135,7 +135,7 @@ def test_round_dag_params_validate_with_json_schema(dagbag: DagBag) -> None:
     assert set(params) == set(PARAM_SPECS)
     # the defaults are valid: `airflow dags test distrl_round` needs no conf
     resolved = params.validate()
-    assert resolved["round"] == 1
+    assert resolved["round"] is None  # the mode's first round, resolved inside the tasks
     assert resolved["algorithm"] is None and resolved["overrides"] == []
     for name, bad in [
         ("algorithm", "ppo"),
@@ -144,8 +144,8 @@ def test_round_dag_params_validate_with_json_schema(dagbag: DagBag) -> None:
         ("episodes_per_device", -1),
         ("task_set", "shopping"),
         ("device_kind", "phone"),
-        ("round", None),
-        ("round", 0),
+        ("round", -1),
+        ("round", "one"),
         ("overrides", ["no equals sign"]),
     ]:
         trial = copy.deepcopy(params)

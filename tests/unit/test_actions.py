@@ -68,6 +68,21 @@ def test_malformed_outputs_fall_back_and_flag_invalid() -> None:
     assert parse_action(None) == FALLBACK  # type: ignore[arg-type]
 
 
+def test_an_output_cut_off_inside_a_field_is_invalid_a_repeated_field_is_not() -> None:
+    head = '"action_type": "DUAL_POINT", "touch_point": "[0.8975, 0.5000]", '
+    lift = '"lift_point": "[0.8975, 0.5000]", '
+    # a looping decoder stopped by the token budget: mid-field, or just after opening one
+    for tail in ('"lift_point": "[0.8975, 0.5', '"', '"lift_po'):
+        a = parse_action(head + lift * 5 + tail)
+        assert a.invalid and a.action_type is ActionType.TASK_IMPOSSIBLE, tail
+    # the same fields, closed: a repeated field counts once and the action stands
+    closed = parse_action(head + lift * 2 + '"typed_text": ""')
+    assert not closed.invalid and closed.is_tap and closed.touch_point == (0.8975, 0.5)
+    assert not parse_action(PAPER_EXAMPLE + " ").invalid  # trailing separators are fine
+    # an unescaped quote inside typed text leaves a dangling fragment: malformed
+    assert parse_action('"action_type": "TYPE", "typed_text": "say "hi""').invalid
+
+
 def test_key_helper_rejects_argument_actions() -> None:
     assert key(ActionType.PRESS_BACK) == Action(ActionType.PRESS_BACK)
     try:
