@@ -76,6 +76,7 @@ class RoundResult:
             "round": self.round,
             "train_success": successes / trajectories if trajectories else 0.0,
             "test_success": self.evaluate.get("success_rate", 0.0),
+            "test_invalid": self.evaluate.get("invalid_rate", 0.0),
             "trajectories": trajectories,
             "steps_per_s": statistics.fmean(steps_s) if steps_s else 0.0,
             "version": self.register.get("version"),
@@ -393,8 +394,8 @@ def _async_rounds(
 def format_rounds(results: list[RoundResult], sft_success: float | None = None) -> str:
     """The per-round table the demo prints."""
     head = (
-        f"{'round':>5} {'train succ':>10} {'test succ':>9} {'trajs':>6} {'steps/s':>8} "
-        f"{'version':>7} {'champion':>8} {'wall s':>7}"
+        f"{'round':>5} {'train succ':>10} {'test succ':>9} {'invalid':>7} {'trajs':>6} "
+        f"{'steps/s':>8} {'version':>7} {'champion':>8} {'wall s':>7}"
     )
     lines = [head, "-" * len(head)]
     if sft_success is not None:
@@ -403,7 +404,8 @@ def format_rounds(results: list[RoundResult], sft_success: float | None = None) 
         row = res.row()
         lines.append(
             f"{row['round']:>5} {row['train_success']:>10.1%} {row['test_success']:>9.1%} "
-            f"{row['trajectories']:>6} {row['steps_per_s']:>8.1f} {row['version']!s:>7} "
+            f"{row['test_invalid']:>7.1%} {row['trajectories']:>6} {row['steps_per_s']:>8.1f} "
+            f"{row['version']!s:>7} "
             f"{row['champion']!s:>8} {row['seconds']:>7.0f}"
         )
     return "\n".join(lines)

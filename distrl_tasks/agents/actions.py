@@ -63,6 +63,8 @@ FALLBACK = Action(ActionType.TASK_IMPOSSIBLE, invalid=True)
 
 _FIELD = re.compile(r'"(action_type|touch_point|lift_point|typed_text)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _NUMBER = r"(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+# any complete "key": "value" pair: unknown keys are ignored, but a pair left open is not
+_ANY_FIELD = re.compile(r'"[^"\\]*"\s*:\s*"(?:[^"\\]|\\.)*"')
 _POINT = re.compile(rf"^\s*\[\s*{_NUMBER}\s*,\s*{_NUMBER}\s*\]\s*$")
 _PLAN = re.compile(r"Action Plan:\s*(.*?)\s*;\s*Action Decision:", re.S)
 
@@ -98,10 +100,10 @@ def parse_action(text: str) -> Action:
     Rules: ``action_type`` must name a known type; DUAL_POINT needs both points as ``[y, x]``
     within [0, 1]; TYPE needs ``typed_text`` (empty text parses, but is flagged by the env's
     penalty, not here); other types ignore the remaining fields. A repeated field counts once
-    (the first), but an output that stops inside a field (a quote after the last complete one)
-    is invalid: that is how a decoder caught in a loop ("lift_point" over and over) ends when
-    the token budget runs out, and reading it as a tap would hide the loop from the
-    invalid-action penalty.
+    (the first) and complete unknown fields are ignored, but an output that stops inside a
+    field (an unpaired quote after the last complete one) is invalid: that is how a decoder
+    caught in a loop ("lift_point" over and over) ends when the token budget runs out, and
+    reading it as a tap would hide the loop from the invalid-action penalty.
     """
     if not isinstance(text, str):
         return FALLBACK
@@ -110,7 +112,7 @@ def parse_action(text: str) -> Action:
     for match in _FIELD.finditer(text):
         fields.setdefault(match.group(1), match.group(2))
         last_end = match.end()
-    if last_end and '"' in text[last_end:]:
+    if last_end and '"' in _ANY_FIELD.sub("", text[last_end:]):
         return Action(ActionType.TASK_IMPOSSIBLE, plan=_plan(text), invalid=True)
     plan = _plan(text)
     try:

@@ -39,6 +39,9 @@ class EpisodeResult:
     steps: int  # actions taken
     reason: str  # why the episode ended (success, complete, horizon, ..., error)
     error: str = ""  # device failure, if any
+    # actions the parser rejected (malformed or cut-off output): a policy whose success hides
+    # many of them is not producing AutoUI actions
+    invalid_steps: int = 0
 
 
 class ParseGuard:
@@ -84,7 +87,8 @@ def evaluation_plan(goals: Sequence[str], serials: Sequence[str]) -> dict[str, l
 
 
 def summarize(results: Sequence[EpisodeResult]) -> dict[str, Any]:
-    """Success rate, mean steps, errors, and the same per task family."""
+    """Success rate, mean steps, the share of invalid actions among the steps, errors, and the
+    same per task family."""
     if not results:
         raise ValueError("no episode results to summarize")
     fams: dict[str, list[EpisodeResult]] = defaultdict(list)
@@ -92,10 +96,12 @@ def summarize(results: Sequence[EpisodeResult]) -> dict[str, Any]:
         fams[r.family].append(r)
 
     def stats(rs: Sequence[EpisodeResult]) -> dict[str, Any]:
+        steps = sum(r.steps for r in rs)
         return {
             "episodes": len(rs),
             "success_rate": sum(r.success for r in rs) / len(rs),
-            "mean_steps": sum(r.steps for r in rs) / len(rs),
+            "mean_steps": steps / len(rs),
+            "invalid_rate": sum(r.invalid_steps for r in rs) / steps if steps else 0.0,
         }
 
     return {
@@ -196,6 +202,7 @@ def evaluate_on_farm(
                 steps=ep.steps,
                 reason=ep.reason,
                 error=ep.error,
+                invalid_steps=sum(bool(row.get("invalid")) for row in ep.rows),
             )
     return out
 

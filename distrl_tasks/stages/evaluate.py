@@ -33,6 +33,9 @@ from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.versions import eval_tasks_key
 
 EVAL_DIR = Path("runs") / "eval"
+# Part of every cached evaluation's name: bump it when the verdicts of the same checkpoint on
+# the same tasks change (2: cut-off outputs became invalid actions), so no stale result is reused.
+PROTOCOL = 2
 # Decoding budget that holds any canonical AutoUI action including typed text, per tokenizer: a
 # byte-level one spends a token per byte (the config's 128 cuts such actions off), the bootstrap's
 # SentencePiece vocabulary at most 77 tokens over every General and WebShop expert action. An
@@ -86,7 +89,8 @@ def checkpoint_digest(checkpoint_dir: str | os.PathLike) -> str:
 def manifest_path(
     workdir: str | os.PathLike, task_set: str, split: str, tasks_key: str, digest: str, mode: str
 ) -> Path:
-    return Path(workdir) / EVAL_DIR / f"eval-{task_set}-{split}-{tasks_key}-{digest}-{mode}.json"
+    name = f"eval-v{PROTOCOL}-{task_set}-{split}-{tasks_key}-{digest}-{mode}.json"
+    return Path(workdir) / EVAL_DIR / name
 
 
 def run(
@@ -121,8 +125,9 @@ def run(
         progress: show a progress bar.
 
     Returns:
-        ``success_rate``, ``mean_steps``, ``episodes``, ``errors``, ``tasks_key``,
-        ``per_family`` ({family: episodes, success_rate, mean_steps}), ``round``, ``split``,
+        ``success_rate``, ``mean_steps``, ``invalid_rate`` (rejected actions / steps),
+        ``episodes``, ``errors``, ``tasks_key``, ``per_family`` ({family: episodes,
+        success_rate, mean_steps, invalid_rate}), ``round``, ``split``,
         ``task_set``, ``decoding``, ``checkpoint_digest``, ``episodes_file``, ``wall_s`` and
         ``reused``.
     """

@@ -50,7 +50,10 @@ def run(
             version, float(evaluation["success_rate"]), evaluation["tasks_key"]
         )
         run_.set_tags({"model_version": version, "champion": promotion.champion})
-        run_.log_metrics({"eval/success_rate": float(evaluation["success_rate"])}, step=round)
+        metrics = {"eval/success_rate": float(evaluation["success_rate"])}
+        if "invalid_rate" in evaluation:
+            metrics["eval/invalid_rate"] = float(evaluation["invalid_rate"])
+        run_.log_metrics(metrics, step=round)
     _finish_round(cfg, workdir, round)
     manifest = {
         "round": round,

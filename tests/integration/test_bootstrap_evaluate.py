@@ -23,7 +23,7 @@ from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms.sft import Demo, SFTSettings, demos_from_rows, train_sft
 from distrl_tasks.config import Config
-from distrl_tasks.runners.evaluation import evaluation_plan
+from distrl_tasks.runners.evaluation import EpisodeResult, evaluation_plan, summarize
 from distrl_tasks.stages import bootstrap, evaluate
 from distrl_tasks.tasks.taskset import goal_file
 from distrl_tasks.tracking.registry import BEHAVIOR, CHAMPION, ModelRegistry
@@ -74,6 +74,17 @@ def test_evaluation_plan_runs_each_task_once_round_robin() -> None:
         evaluation_plan(["a"], [])
 
 
+def test_summary_counts_invalid_actions_among_all_steps() -> None:
+    def ep(i: int, family: str, success: bool, steps: int, invalid: int) -> EpisodeResult:
+        return EpisodeResult(i, f"goal {i}", family, "d", success, steps, "horizon", "", invalid)
+
+    s = summarize([ep(0, "web", True, 4, 1), ep(1, "web", False, 10, 9), ep(2, "app", False, 6, 0)])
+    assert s["success_rate"] == pytest.approx(1 / 3) and s["mean_steps"] == pytest.approx(20 / 3)
+    assert s["invalid_rate"] == pytest.approx(10 / 20)  # per step, not per episode
+    assert s["per_family"]["web"]["invalid_rate"] == pytest.approx(10 / 14)
+    assert s["per_family"]["app"]["invalid_rate"] == 0.0
+
+
 def test_evaluate_stage_plays_the_first_n_test_goals_once_and_is_idempotent(tmp_path) -> None:
     cfg = small_cfg(devices=2, horizon=1)  # one step per task: the protocol, not the policy
     ckpt = build_policy(cfg.agent, seed=0).save(tmp_path / "ckpt")
@@ -82,6 +93,8 @@ def test_evaluate_stage_plays_the_first_n_test_goals_once_and_is_idempotent(tmp_
     assert m["episodes"] == 3 and m["tasks_key"] == eval_tasks_key(expected)
     assert m["round"] == 4 and m["decoding"] == "greedy" and not m["reused"]
     assert m["success_rate"] == 0.0 and m["mean_steps"] == 1.0 and m["errors"] == 0
+    # an untrained policy writes no parseable action: every step counts as invalid
+    assert m["invalid_rate"] == 1.0
     assert sum(f["episodes"] for f in m["per_family"].values()) == 3
     episodes = json.loads(Path(m["episodes_file"]).read_text())
     assert [e["goal"] for e in episodes] == expected  # result order = file order

@@ -79,6 +79,7 @@ def test_an_output_cut_off_inside_a_field_is_invalid_a_repeated_field_is_not() -
     closed = parse_action(head + lift * 2 + '"typed_text": ""')
     assert not closed.invalid and closed.is_tap and closed.touch_point == (0.8975, 0.5)
     assert not parse_action(PAPER_EXAMPLE + " ").invalid  # trailing separators are fine
+    assert not parse_action(PAPER_EXAMPLE + ', "extra": "x"').invalid  # complete, unknown: ignored
     # an unescaped quote inside typed text leaves a dangling fragment: malformed
     assert parse_action('"action_type": "TYPE", "typed_text": "say "hi""').invalid
 
