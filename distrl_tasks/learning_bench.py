@@ -303,9 +303,9 @@ def run_benchmark(
 
 def _log_record(run: Any, record: RunRecord) -> None:
     """Per-round metrics (step = round) and the final figures of one run."""
-    cum = 0
+    cum = 0  # collected online, like RunRecord.collections (round 0 is the offline dataset)
     for p in record.rounds:
-        cum += p.trajectories
+        cum += p.trajectories if p.round > 0 else 0
         metrics = {
             "eval/success_rate": p.success,
             "rollout/trajectories_cum": cum,

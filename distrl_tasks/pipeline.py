@@ -405,7 +405,6 @@ def format_rounds(results: list[RoundResult], sft_success: float | None = None) 
         lines.append(
             f"{row['round']:>5} {row['train_success']:>10.1%} {row['test_success']:>9.1%} "
             f"{row['test_invalid']:>7.1%} {row['trajectories']:>6} {row['steps_per_s']:>8.1f} "
-            f"{row['version']!s:>7} "
-            f"{row['champion']!s:>8} {row['seconds']:>7.0f}"
+            f"{row['version']!s:>7} {row['champion']!s:>8} {row['seconds']:>7.0f}"
         )
     return "\n".join(lines)
