@@ -6,6 +6,11 @@ eos when the text filled the ``max_new_tokens`` budget), of ``log softmax(logits
 to the tokens the policy may generate (:meth:`Tokenizer.output_mask`). ``T`` is the sampling
 temperature; greedy decoding reports the same temperature-adjusted quantity for its argmax tokens.
 
+With a :class:`~distrl_tasks.agents.grammar.ActionGrammar` (``agent.constrained_decoding``), the
+restriction is per position: only the tokens that keep the text a well-formed AutoUI action (or a
+prefix of one) are allowed, in sampling and in scoring alike, so forced format tokens have
+log-probability 0 and no entropy.
+
 ``act`` samples token by token with a key/value cache, then scores the sampled ids with one
 teacher-forced pass through the same code as ``log_prob``, so the behaviour log-prob the actor
 stores and the one the learner recomputes from the action text agree to float rounding. With the
@@ -26,6 +31,7 @@ import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
+from distrl_tasks.agents.grammar import ActionGrammar
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.config import AgentConfig
@@ -79,6 +85,7 @@ class AutoUIPolicy:
         temperature: default sampling temperature (> 0).
         max_new_tokens: decoding budget per action.
         max_prompt_tokens: prompts are left-truncated to this many tokens (eos included).
+        grammar: decode (and score) only well-formed AutoUI actions; None = free text.
     """
 
     def __init__(
@@ -89,6 +96,7 @@ class AutoUIPolicy:
         temperature: float = 1.0,
         max_new_tokens: int = 128,
         max_prompt_tokens: int = 512,
+        grammar: ActionGrammar | None = None,
     ) -> None:
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
@@ -100,6 +108,7 @@ class AutoUIPolicy:
         self.max_new_tokens = int(max_new_tokens)
         self.max_prompt_tokens = int(max_prompt_tokens)
         self._allowed_cpu = tokenizer.output_mask(model.vocab_size)
+        self.grammar = grammar
 
     @property
     def device(self) -> torch.device:
@@ -138,9 +147,28 @@ class AutoUIPolicy:
         ids, mask = _pad(prompts, self.tokenizer.pad_id)
         return ids.to(self.device), mask.to(self.device), torch.stack(feats).to(self.device)
 
-    def _log_softmax(self, logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    def _action_ids(self, text: str) -> list[int]:
+        """Decoder targets of ``text`` (:meth:`Tokenizer.encode_action`). Under a grammar, eos
+        can only follow a whole action, so an incomplete one was cut off by the budget even
+        when its canonical ids are fewer (a SentencePiece re-segmentation): no eos then."""
+        ids = self.tokenizer.encode_action(text, self.max_new_tokens)
+        if self.grammar is not None and ids and ids[-1] == self.tokenizer.eos_id:
+            if not self.grammar.accepts(ids[:-1]):
+                ids = ids[:-1]
+        return ids
+
+    def _grammar(self) -> ActionGrammar | None:
+        if self.grammar is not None and self.grammar.allowed.device != self.device:
+            self.grammar.to(self.device)
+        return self.grammar
+
+    def _log_softmax(
+        self, logits: torch.Tensor, temperature: float, allowed: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Log-softmax over the generable ids, or over ``allowed`` (same shape as ``logits``)."""
         scaled = logits.float() / temperature
-        return torch.log_softmax(scaled.masked_fill(~self._allowed(), float("-inf")), dim=-1)
+        keep = self._allowed() if allowed is None else allowed
+        return torch.log_softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)
 
     def _score_ids(
         self,
@@ -149,11 +177,21 @@ class AutoUIPolicy:
         mask: torch.Tensor,
         targets: Sequence[Sequence[int]],
         temperature: float,
+        constrained: bool = True,
     ) -> Scores:
         labels, label_mask = _pad(targets, self.tokenizer.pad_id)
         labels, label_mask = labels.to(self.device), label_mask.to(self.device).bool()
         logits, _ = self.model.decode(self.model.shift_right(labels), states, mask, source_ids=ids)
-        logp = self._log_softmax(logits, temperature)
+        grammar = self._grammar() if constrained else None
+        allowed = None
+        if grammar is not None:
+            # padding positions take the initial state: any state with allowed ids avoids NaNs
+            width = labels.shape[1]
+            walk = [
+                [*w, *[grammar.initial] * (width - len(w))] for w in grammar.states_along(targets)
+            ]
+            allowed = grammar.allowed[torch.tensor(walk, dtype=torch.long, device=self.device)]
+        logp = self._log_softmax(logits, temperature, allowed)
         picked = logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
         token_lp = torch.where(label_mask, picked, torch.zeros_like(picked))
         safe = logp.masked_fill(~torch.isfinite(logp), 0.0)
@@ -167,19 +205,25 @@ class AutoUIPolicy:
         actions: Sequence[str],
         *,
         temperature: float | None = None,
+        constrained: bool = True,
     ) -> Scores:
         """Teacher-forced log-probs and entropies of ``actions`` (with gradient, for training).
 
+        ``constrained=False`` scores under the free distribution even when the policy has a
+        grammar (supervised fine-tuning teaches the whole string, format included, so its
+        checkpoints decode well with or without the constraint).
+
         Raises:
-            ValueError: on a length mismatch, or an action containing a token the policy can
-                never generate (its log-prob would be -inf).
+            ValueError: on a length mismatch, an action containing a token the policy can never
+                generate (its log-prob would be -inf), or, constrained, an action outside the
+                grammar.
         """
         if len(actions) != len(observations):
             raise ValueError(f"{len(observations)} observations but {len(actions)} actions")
         t = self._temperature(temperature)
         targets = []
         for i, text in enumerate(actions):
-            ids = self.tokenizer.encode_action(text, self.max_new_tokens)
+            ids = self._action_ids(text)
             bad = [j for j in ids if j >= self.model.vocab_size or not self._allowed_cpu[j]]
             if bad:
                 raise ValueError(
@@ -189,7 +233,7 @@ class AutoUIPolicy:
             targets.append(ids)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
-        return self._score_ids(ids, states, mask, targets, t)
+        return self._score_ids(ids, states, mask, targets, t, constrained)
 
     def log_prob(
         self,
@@ -223,11 +267,16 @@ class AutoUIPolicy:
         finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
         steps: list[torch.Tensor] = []
         cache = None
+        grammar = self._grammar()
+        state = None
+        if grammar is not None:
+            state = torch.full((batch,), grammar.initial, dtype=torch.long, device=self.device)
         for _ in range(self.max_new_tokens):
             logits, cache = self.model.decode(
                 current, states, mask, cache, use_cache=True, source_ids=ids
             )
-            logp = self._log_softmax(logits[:, -1], t)
+            allowed = None if grammar is None else grammar.allowed[state]
+            logp = self._log_softmax(logits[:, -1], t, allowed)
             if greedy:
                 nxt = logp.argmax(-1)
             else:
@@ -235,6 +284,8 @@ class AutoUIPolicy:
             nxt = torch.where(finished, torch.full_like(nxt, pad), nxt)
             steps.append(nxt)
             finished |= nxt == eos
+            if grammar is not None:  # finished rows stay put (their state is never read again)
+                state = torch.where(finished, state, grammar.step(state, nxt))
             if bool(finished.all()):
                 break
             current = nxt.unsqueeze(-1)
@@ -243,7 +294,7 @@ class AutoUIPolicy:
         texts = [self.tokenizer.decode(row) for row in sampled]
         targets, canonical = [], []
         for row, text in zip(sampled, texts, strict=True):
-            canon = self.tokenizer.encode_action(text, self.max_new_tokens)
+            canon = self._action_ids(text)
             canonical.append(canon == row)
             targets.append(canon)
         scores = self._score_ids(ids, states, mask, targets, t)
@@ -320,4 +371,5 @@ def build_policy(
         temperature=cfg.temperature,
         max_new_tokens=cfg.max_new_tokens,
         max_prompt_tokens=cfg.max_prompt_tokens,
+        grammar=ActionGrammar(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
     )

@@ -69,6 +69,24 @@ class Tokenizer(ABC):
             return ids[:max_new_tokens]
         return [*ids, self.eos_id]
 
+    def token_texts(self, vocab_size: int) -> dict[str, list[int]]:
+        """The text each generable id writes, grouped: ``{text: [ids]}`` (eos excluded).
+
+        Ids whose text is not a whole character (a lone non-ASCII byte) are left out, so a
+        grammar-constrained decoder never splits a character.
+        """
+        texts: dict[str, list[int]] = {}
+        generable = self._generable(vocab_size)
+        for i in torch.nonzero(generable).flatten().tolist():
+            text = self.token_text(i)
+            if text:
+                texts.setdefault(text, []).append(i)
+        return texts
+
+    @abstractmethod
+    def token_text(self, token_id: int) -> str:
+        """The text one generable id contributes to a decoded string ("" if not a whole char)."""
+
     def output_mask(self, vocab_size: int) -> torch.Tensor:
         """Bool ``[vocab_size]``: True for ids the policy may generate (eos always included)."""
         if vocab_size < self.size:
@@ -110,6 +128,9 @@ class ByteTokenizer(Tokenizer):
         mask = torch.zeros(vocab_size, dtype=torch.bool)
         mask[0x20 + self.OFFSET : 0x7F + self.OFFSET] = True  # space .. tilde
         return mask
+
+    def token_text(self, token_id: int) -> str:
+        return chr(token_id - self.OFFSET)
 
 
 class SentencePieceTokenizer(Tokenizer):
@@ -157,3 +178,9 @@ class SentencePieceTokenizer(Tokenizer):
             if not (self._sp.is_control(i) or self._sp.is_unknown(i) or self._sp.is_unused(i)):
                 mask[i] = True
         return mask
+
+    def token_text(self, token_id: int) -> str:
+        if self._sp.is_byte(token_id):  # byte fallback piece "<0xNN>"
+            value = int(self._sp.id_to_piece(token_id)[1:-1], 16)
+            return chr(value) if value < 0x80 else ""
+        return self._sp.id_to_piece(token_id).replace("\u2581", " ")

@@ -183,7 +183,9 @@ def train_sft(
         scale = lr_scale(step, settings.steps, settings.warmup_steps, settings.lr_floor)
         for group in optimizer.param_groups:
             group["lr"] = settings.lr * scale
-        scores = policy.score([d.observation() for d in batch], [d.target for d in batch])
+        scores = policy.score(
+            [d.observation() for d in batch], [d.target for d in batch], constrained=False
+        )
         loss = -scores.token_log_probs.sum() / scores.lengths.sum()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -16,6 +16,7 @@ import pytest
 import torch
 from PIL import Image
 
+from distrl_tasks.agents.actions import ActionType, format_action, key, tap
 from distrl_tasks.agents.policy import Observation, build_policy
 from distrl_tasks.algorithms.base import Algorithm, LossOutput, build_algorithm
 from distrl_tasks.algorithms.batch import batch_from_trajectories
@@ -111,7 +112,9 @@ def log_prob_of(policy, rows: list[dict]) -> torch.Tensor:
 
 @pytest.fixture
 def policy():
-    return build_policy(AgentConfig(), seed=0)
+    # free decoding: these tests feed malformed actions (JUNK) that a constrained decoder
+    # could never write; test_distrl_on_a_constrained_policy covers the default
+    return build_policy(AgentConfig(constrained_decoding=False), seed=0)
 
 
 def optimizer_for(algo: Algorithm, lr: float = 3e-3) -> torch.optim.Optimizer:
@@ -292,6 +295,31 @@ def test_distrl_actor_raises_positive_advantage_and_lowers_invalid_actions(
     assert out.terms["losses/invalid"].item() > 0
     assert (log_prob_of(policy, good) > before_good).all()
     assert (log_prob_of(policy, junk) < before_junk).all()
+
+
+def test_distrl_on_a_constrained_policy():
+    """The default policy decodes under the action grammar: DistRL's gradient reaches only the
+    tokens the policy chooses (the format is forced), and still moves the right actions."""
+    policy = build_policy(AgentConfig(), seed=0)
+    assert policy.grammar is not None
+    win, lose = format_action(tap(0.25, 0.75), plan=""), format_action(key(ActionType.PRESS_BACK))
+    rows = []
+    for i in range(3):
+        rows += trajectory(f"w{i}", [win], [1.0], seed=i)
+        rows += trajectory(f"l{i}", [lose], [0.0], seed=10 + i)
+    rows = on_policy(policy, rows)
+    won, lost = [r for r in rows if r["action"] == win], [r for r in rows if r["action"] == lose]
+    before_win, before_lose = log_prob_of(policy, won), log_prob_of(policy, lost)
+    cfg = {"algorithm": {"sequence_length": 1, "entropy_coef": 0.0}}
+    algo = build_algorithm(config_from_dict(cfg), policy)
+    replay, opt, rng = make_replay(rows), optimizer_for(algo, lr=1e-3), np.random.default_rng(0)
+    for _ in range(4):
+        step(algo, opt, replay, 6, rng)
+    assert (log_prob_of(policy, won) > before_win).all()
+    assert (log_prob_of(policy, lost) < before_lose).all()
+    scores = policy.score([Observation(won[0]["prompt"], won[0]["image_features"])], [win])
+    forced = scores.token_log_probs[0, :14]  # "Action Plan: [" is forced
+    assert torch.equal(forced.detach(), torch.zeros_like(forced))
 
 
 def test_distrl_critic_gets_gradient_and_fits_retrace_targets(policy):

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import save_file
 from transformers import T5Config
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, tap
+from distrl_tasks.agents.actions import ActionType, format_action, key, tap, type_text
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, build_policy, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer
@@ -225,6 +225,9 @@ def test_autoui_base_checkpoint_with_sentencepiece(tmp_path: Path) -> None:
     root.mkdir()
     lines = GOALS.read_text().splitlines()[:150]
     lines += [format_action(tap(i / 150, 1 - i / 150)) for i in range(150)]
+    # every character the action format uses, as a real T5 vocabulary has them
+    lines += [format_action(key(t)) for t in ActionType if t.value.startswith(("PRESS", "ST"))]
+    lines += [format_action(key(ActionType.TASK_IMPOSSIBLE)), format_action(type_text("a"))]
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines),
