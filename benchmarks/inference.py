@@ -3,11 +3,14 @@
 Usage::
 
     python benchmarks/inference.py [--threads 1] [--repeats 3] [--max-new-tokens 128]
+        [--decoding constrained free]
 
 A random-init policy usually decodes to the budget, but a sample can end early, so time and
 tokens are summed over the same ``--repeats`` calls and tokens/action is printed beside each
 rate. Rates are per second of this process's CPU time (``time.process_time``; on a shared
-machine wall time mostly measures the neighbours) and per wall-clock second.
+machine wall time mostly measures the neighbours) and per wall-clock second. ``--decoding``
+compares grammar-constrained decoding (the default policy) with free decoding; the tokens/s
+column is the per-token cost, which is what the grammar's mask lookup adds to.
 """
 
 from __future__ import annotations
@@ -45,9 +48,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument(
+        "--decoding", nargs="+", choices=["constrained", "free"], default=["constrained", "free"]
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    policy = build_policy(AgentConfig(max_new_tokens=args.max_new_tokens), seed=0)
+    for decoding in args.decoding:
+        agent = AgentConfig(
+            max_new_tokens=args.max_new_tokens, constrained_decoding=decoding == "constrained"
+        )
+        run(build_policy(agent, seed=0), decoding, args)
+
+
+def run(policy, decoding: str, args: argparse.Namespace) -> None:
     policy.model.eval()
     dim = policy.model.image_dim
     gen = torch.Generator().manual_seed(0)
@@ -66,7 +79,7 @@ def main() -> None:
         rate = actions / cpu_s
         base = base or rate
         print(
-            f"batch={batch:3d} threads={args.threads} | {rate:8.2f} actions/s-cpu "
+            f"{decoding:11s} batch={batch:3d} threads={args.threads} | {rate:8.2f} actions/s-cpu "
             f"({actions / wall_s:.2f}/s wall), {tokens / cpu_s:7.0f} tokens/s-cpu, "
             f"{cpu_s / args.repeats * 1000:7.1f} ms cpu/call, {tokens / actions:.0f} "
             f"tokens/action | x{rate / base:.1f} vs batch 1"

@@ -9,12 +9,12 @@ applied when sampling and when the learner re-scores the stored text, so behavio
 log-probs stay one distribution.
 
 The language (:data:`ACTION_PATTERN`) is the set of strings :func:`format_action` writes: a plan
-of action types, then the decision whose fields follow from the type (DUAL_POINT: two points in
-[0, 1] with 4 decimals and no text; TYPE: no points and a non-empty JSON-escaped text; the other
-types: no points, no text, and typed text of at most :data:`MAX_TYPED_CHARS` characters).
-Any accepted string therefore parses to a valid action. The regex is
-compiled against the tokenizer's vocabulary by ``outlines-core`` into a token-level automaton,
-kept here as two dense tables so that masks and state updates are single tensor lookups.
+of 1 to :data:`MAX_PLAN_STEPS` action types, then the decision whose fields follow from the type
+(DUAL_POINT: two points in [0, 1] with 4 decimals and no text; TYPE: no points and a JSON-escaped
+text of 1 to :data:`MAX_TYPED_CHARS` characters; the other types: no points, no text). Any
+accepted string therefore parses to a valid action. The regex is compiled against the
+tokenizer's vocabulary by ``outlines-core`` into a token-level automaton, kept here as two
+dense tables so that masks and state updates are single tensor lookups.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ _TYPES = "|".join(t.value for t in ActionType)
 _COORD = r"(0\.[0-9]{4}|1\.0000)"
 _POINT = rf"\[{_COORD}, {_COORD}\]"
 _NO_POINT = r"\[-1\.0000, -1\.0000\]"
+# Most action types an "Action Plan: [...]" may list (AutoUI plans list the remaining steps;
+# the General horizon is 10). Unbounded, an untrained policy can list types until the budget.
+MAX_PLAN_STEPS = 10
 # Longest text a TYPE action may write: the longest AITW goal is 80 characters. Without a cap a
 # policy can type until the token budget runs out, which leaves a cut-off (invalid) action.
 MAX_TYPED_CHARS = 80
@@ -47,7 +50,7 @@ def _decision(kinds: str, point: str, text: str) -> str:
 
 
 ACTION_PATTERN = (
-    rf"Action Plan: \[({_TYPES})(,({_TYPES}))*\] ; Action Decision: ("
+    rf"Action Plan: \[({_TYPES})(,({_TYPES})){{0,{MAX_PLAN_STEPS - 1}}}\] ; Action Decision: ("
     + "|".join(
         (
             _decision("DUAL_POINT", _POINT, ""),

@@ -45,7 +45,9 @@ def collected(tmp_path_factory) -> tuple[list[dict], object]:
             "sim": {"port": 0, "expert_mistake_rate": 0.5, "seed": 3},
             "env": {"horizon_general": 4},
             "orchestration": {"devices_per_worker": 4, "episodes_per_device": 3},
-            "agent": {"max_new_tokens": 160},
+            # free decoding: the expert's actions carry free-text plans ("[mistake: ...]") that
+            # the action grammar does not admit, and the policy here plays the expert's role
+            "agent": {"max_new_tokens": 160, "constrained_decoding": False},
         }
     )
     collect.run(cfg, round=1, workdir=workdir, policy="scripted", progress=False)

@@ -87,6 +87,9 @@ def test_summary_counts_invalid_actions_among_all_steps() -> None:
 
 def test_evaluate_stage_plays_the_first_n_test_goals_once_and_is_idempotent(tmp_path) -> None:
     cfg = small_cfg(devices=2, horizon=1)  # one step per task: the protocol, not the policy
+    # free decoding, so that the untrained policy's invalid output is counted (constrained, it
+    # would write valid if random actions)
+    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, constrained_decoding=False))
     ckpt = build_policy(cfg.agent, seed=0).save(tmp_path / "ckpt")
     m = evaluate.run(cfg, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
     expected = file_lines("general", "test")[:3]
