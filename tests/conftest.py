@@ -1,4 +1,5 @@
-"""Shared fixtures: a simulated device farm served over ADB on a free loopback port."""
+"""Shared fixtures: a simulated device farm served over ADB on a free loopback port, and one
+torch thread for the modules that run tiny models."""
 
 from __future__ import annotations
 
@@ -22,3 +23,15 @@ def adb_client(sim_farm: RunningFarm):
     import adbutils
 
     return adbutils.AdbClient(host=sim_farm.host, port=sim_farm.port, socket_timeout=30)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Tiny models run fastest single-threaded; intra-op threads only contend on shared CPUs.
+    Use it per module: ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

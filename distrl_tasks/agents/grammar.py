@@ -13,15 +13,14 @@ of 1 to :data:`MAX_PLAN_STEPS` action types, then the decision whose fields foll
 (DUAL_POINT: two points in [0, 1] with 4 decimals and no text; TYPE: no points and a JSON-escaped
 text of 1 to :data:`MAX_TYPED_CHARS` characters; the other types: no points, no text). Any
 accepted string therefore parses to a valid action. The regex is compiled against the
-tokenizer's vocabulary by ``outlines-core`` into a token-level automaton, kept here as two
-dense tables so that masks and state updates are single tensor lookups.
+tokenizer's vocabulary by ``outlines-core`` into a token-level automaton, kept here as a
+dense mask of allowed ids per state (one lookup per decoding step) and sparse transitions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 
 from distrl_tasks.agents.actions import ActionType
@@ -65,8 +64,8 @@ ACTION_PATTERN = (
 class ActionGrammar:
     """Token-level automaton of :data:`ACTION_PATTERN` for one tokenizer and model vocabulary.
 
-    States are dense indices ``0..S-1``. ``next_state[s, v]`` is the state after token ``v`` in
-    state ``s`` (-1: not allowed); eos is allowed exactly in the accepting states.
+    States are dense indices ``0..S-1``. ``allowed[s, v]`` says whether id ``v`` may follow in
+    state ``s`` (eos exactly in the accepting states); :meth:`step` gives the next states.
 
     Args:
         tokenizer: supplies each generable id's text (:meth:`Tokenizer.token_texts`).
@@ -93,31 +92,45 @@ class ActionGrammar:
         transitions = index.get_transitions()
         raw_states = sorted(set(transitions) | {index.get_initial_state()})
         dense = {s: i for i, s in enumerate(raw_states)}
-        table = np.full((len(raw_states), vocab_size), -1, dtype=np.int64)
+        # transitions stay sparse (T5's 32k ids x ~1500 states would be ~190 MB as an int32
+        # table); the allowed-ids mask is dense, one bit per (state, id) pair as torch bools
+        self._moves: list[dict[int, int]] = [{} for _ in raw_states]
+        allowed = torch.zeros((len(raw_states), vocab_size), dtype=torch.bool)
         for state, moves in transitions.items():
+            row = self._moves[dense[state]]
             for token, target in moves.items():
-                table[dense[state], token] = dense[target]
+                row[int(token)] = dense[target]
+            allowed[dense[state], list(row)] = True
         self.initial = dense[index.get_initial_state()]
         self.eos_id = tokenizer.eos_id
-        self._table = table
-        self.next_state = torch.from_numpy(table)
-        self.allowed = self.next_state >= 0
-        self.accepting = self.allowed[:, self.eos_id].clone()
+        self.allowed = allowed
+        self.accepting = allowed[:, self.eos_id].clone()
 
     @property
     def num_states(self) -> int:
-        return int(self.next_state.shape[0])
+        return len(self._moves)
 
     def to(self, device: torch.device | str) -> ActionGrammar:
-        """Move the tables (in place) to ``device``; returns self."""
-        self.next_state = self.next_state.to(device)
+        """Move the mask (in place) to ``device``; returns self."""
         self.allowed = self.allowed.to(device)
         self.accepting = self.accepting.to(device)
         return self
 
     def step(self, states: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """``[B]`` states after ``tokens`` (``[B]``) in ``states``; -1 where not allowed."""
-        return self.next_state[states, tokens]
+        pairs = zip(states.tolist(), tokens.tolist(), strict=True)
+        nxt = [self._moves[s].get(t, -1) if s >= 0 else -1 for s, t in pairs]
+        return torch.tensor(nxt, dtype=torch.long, device=states.device)
+
+    def _walk(self, ids: Sequence[int]) -> tuple[list[int], int, int]:
+        """States before each id, the state after the last one, and the first bad position."""
+        state, states = self.initial, []
+        for pos, token in enumerate(ids):
+            states.append(state)
+            state = self._moves[state].get(int(token), -1)
+            if state < 0:
+                return states, -1, pos
+        return states, state, -1
 
     def states_along(self, targets: Sequence[Sequence[int]]) -> list[list[int]]:
         """For each id list, the state *before* each of its ids.
@@ -128,29 +141,20 @@ class ActionGrammar:
         """
         out = []
         for row, ids in enumerate(targets):
-            state, states = self.initial, []
-            for pos, token in enumerate(ids):
-                states.append(state)
-                token = int(token)
-                state = int(self._table[state, token]) if 0 <= token < self._table.shape[1] else -1
-                if state < 0:
-                    raise ValueError(
-                        f"action {row}: token {pos} (id {token}) leaves the AutoUI action "
-                        "grammar; with agent.constrained_decoding the policy can only score "
-                        "actions its constrained decoder could have written"
-                    )
+            states, _, bad = self._walk(ids)
+            if bad >= 0:
+                raise ValueError(
+                    f"action {row}: token {bad} (id {int(ids[bad])}) leaves the AutoUI action "
+                    "grammar; with agent.constrained_decoding the policy can only score "
+                    "actions its constrained decoder could have written"
+                )
             out.append(states)
         return out
 
     def accepts(self, ids: Sequence[int]) -> bool:
         """Whether ``ids`` (no eos) spell a whole action: eos may follow."""
-        state = self.initial
-        for token in ids:
-            token = int(token)
-            state = int(self._table[state, token]) if 0 <= token < self._table.shape[1] else -1
-            if state < 0:
-                return False
-        return bool(self._table[state, self.eos_id] >= 0)
+        _, state, _ = self._walk(ids)
+        return state >= 0 and self.eos_id in self._moves[state]
 
     def matches(self, ids: Sequence[int]) -> bool:
         """Whether ``ids`` (eos included or not) spell a whole action or a prefix of one."""

@@ -33,12 +33,7 @@ from distrl_tasks.data.replay import ReplayBuffer
 DIM = 8  # image feature size of the test policy
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def small_policy(seed: int = 0) -> AutoUIPolicy:
