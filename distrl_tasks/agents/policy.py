@@ -147,13 +147,14 @@ class AutoUIPolicy:
         ids, mask = _pad(prompts, self.tokenizer.pad_id)
         return ids.to(self.device), mask.to(self.device), torch.stack(feats).to(self.device)
 
-    def _action_ids(self, text: str) -> list[int]:
+    def _action_ids(self, text: str, constrained: bool = True) -> list[int]:
         """Decoder targets of ``text`` (:meth:`Tokenizer.encode_action`). Under a grammar, eos
         can only follow a whole action, so an incomplete one was cut off by the budget even
         when its canonical ids are fewer (a SentencePiece re-segmentation): no eos then."""
         ids = self.tokenizer.encode_action(text, self.max_new_tokens)
-        if self.grammar is not None and ids and ids[-1] == self.tokenizer.eos_id:
-            if not self.grammar.accepts(ids[:-1]):
+        grammar = self.grammar if constrained else None
+        if grammar is not None and ids and ids[-1] == self.tokenizer.eos_id:
+            if not grammar.accepts(ids[:-1]):
                 ids = ids[:-1]
         return ids
 
@@ -223,7 +224,7 @@ class AutoUIPolicy:
         t = self._temperature(temperature)
         targets = []
         for i, text in enumerate(actions):
-            ids = self._action_ids(text)
+            ids = self._action_ids(text, constrained)
             bad = [j for j in ids if j >= self.model.vocab_size or not self._allowed_cpu[j]]
             if bad:
                 raise ValueError(

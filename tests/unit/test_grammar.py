@@ -154,6 +154,12 @@ def test_scoring_text_outside_the_grammar_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"agent\.constrained_decoding"):
         policy.score(_observations(1), [looping])
     assert torch.isfinite(policy.score(_observations(1), [looping], constrained=False).log_prob)
+    # free scoring is exactly the grammar-less policy's, eos included (SFT on a long text)
+    too_long = format_action(type_text("x" * (MAX_TYPED_CHARS + 1)), plan="")
+    free = policy.score(_observations(1), [too_long], constrained=False)
+    plain = _policy(None).score(_observations(1), [too_long])
+    assert int(free.lengths[0]) == len(too_long) + 1  # the eos
+    torch.testing.assert_close(free.log_prob, plain.log_prob)
 
 
 def test_sentencepiece_vocabulary(tmp_path: Path) -> None:
