@@ -38,7 +38,8 @@ MAX_PLAN_STEPS = 10
 MAX_TYPED_CHARS = 80
 # JSON string content as json.dumps(ensure_ascii=False) writes it, 1..MAX_TYPED_CHARS characters
 _TEXT = rf'([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{{4}}){{1,{MAX_TYPED_CHARS}}}'
-_KEYS = ("PRESS_BACK", "PRESS_HOME", "PRESS_ENTER", "STATUS_TASK_COMPLETE", "TASK_IMPOSSIBLE")
+# the action types without arguments (keys, done, impossible)
+_KEYS = [t.value for t in ActionType if t not in (ActionType.DUAL_POINT, ActionType.TYPE)]
 
 
 def _decision(kinds: str, point: str, text: str) -> str:
@@ -93,7 +94,7 @@ class ActionGrammar:
         raw_states = sorted(set(transitions) | {index.get_initial_state()})
         dense = {s: i for i, s in enumerate(raw_states)}
         # transitions stay sparse (T5's 32k ids x ~1500 states would be ~190 MB as an int32
-        # table); the allowed-ids mask is dense, one bit per (state, id) pair as torch bools
+        # table); the allowed-ids mask is dense, one byte per (state, id) pair
         self._moves: list[dict[int, int]] = [{} for _ in raw_states]
         allowed = torch.zeros((len(raw_states), vocab_size), dtype=torch.bool)
         for state, moves in transitions.items():
