@@ -1,7 +1,10 @@
 """The learning benchmark's numbers: aggregation, the Table 1, curves, plots, RESULTS.md section.
 
 Everything here is pure (records in, text or PNG files out), so it is unit-tested on hand-built
-records; :mod:`distrl_tasks.learning_bench` produces the records.
+records; :mod:`distrl_tasks.learning_bench` produces the records. The records themselves
+(:class:`RunRecord`, :class:`RoundPoint`) and the step functions that read them at a wall time
+(:func:`step_at`, :func:`trajectories_at`, :func:`success_at`, :func:`curve`, ...) live in
+:mod:`distrl_tasks.learning_records` and are re-exported here.
 
 Conventions:
 
@@ -17,11 +20,22 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# Moved to learning_records; imported back so `from learning_report import X` keeps working.
+from distrl_tasks.learning_records import (
+    RoundPoint,  # noqa: F401
+    RunRecord,
+    cumulative,  # noqa: F401
+    curve,
+    step_at,  # noqa: F401
+    success_at,  # noqa: F401
+    trajectories_at,
+)
 
 METHOD_LABELS = {"distrl": "DistRL", "digirl": "DigiRL", "filtered_bc": "Filtered BC"}
 TASK_SET_LABELS = {"general": "General", "webshop": "WebShop"}
@@ -37,47 +51,6 @@ SYNC_REFERENCE = "digirl"  # the synchronous method the asynchronous one is comp
 ASYNC_METHOD = "distrl"
 GAIN_TARGET_POINTS = 25.0
 TRAJECTORY_RATIO_TARGET = 2.4
-
-
-@dataclass
-class RoundPoint:
-    """One learned round of a run, as the curves and MLflow see it."""
-
-    round: int
-    finished_s: float  # when it was registered, seconds since the rounds started
-    collected_s: float  # when its collection finished
-    trajectories: int  # trajectories its collection produced
-    success: float  # per-round evaluation (first N test tasks), in [0, 1]
-
-
-@dataclass
-class RunRecord:
-    """One (method, task set, seed) run of the benchmark."""
-
-    method: str
-    task_set: str
-    seed: int
-    budget_s: float
-    final: dict[str, float]  # {"train": rate, "test": rate} of the final policy
-    final_round: int  # round of the evaluated policy (0: no round finished in budget, SFT)
-    rounds: list[RoundPoint] = field(default_factory=list)
-    collections: list[tuple[float, int]] = field(default_factory=list)  # (finished_s, trajs)
-    wall_s: float = 0.0  # the rounds' wall time, overshoot past the budget included
-    eval_wall_s: float = 0.0  # final evaluations (not part of the budget)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
-        data = dict(data)
-        data["rounds"] = [RoundPoint(**r) for r in data.get("rounds", [])]
-        data["collections"] = [(float(t), int(n)) for t, n in data.get("collections", [])]
-        return cls(**data)
-
-    @property
-    def rounds_in_budget(self) -> int:
-        return sum(r.finished_s <= self.budget_s for r in self.rounds)
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -124,52 +97,6 @@ def results_table(
         cells = [format_cell(final_values(records, method, ts, sp)) for ts, sp in COLUMNS]
         lines.append(f"| {METHOD_LABELS.get(method, method)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def step_at(points: Iterable[tuple[float, float]], t: float, initial: float = 0.0) -> float:
-    """Value of a right-continuous step function at ``t``: the value of the latest point whose
-    time is <= ``t`` (``initial`` before the first)."""
-    value = initial
-    for time_, v in sorted(points, key=lambda p: p[0]):
-        if time_ > t:
-            break
-        value = v
-    return value
-
-
-def cumulative(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """``(time, amount)`` events as ``(time, running total)``, in time order."""
-    total, out = 0.0, []
-    for time_, amount in sorted(points, key=lambda p: p[0]):
-        total += amount
-        out.append((time_, total))
-    return out
-
-
-def trajectories_at(record: RunRecord, t: float) -> float:
-    """Trajectories of the collections of ``record`` that finished by ``t`` seconds."""
-    return step_at(cumulative(record.collections), t)
-
-
-def success_at(record: RunRecord, t: float, initial: float) -> float:
-    """Per-round evaluation success of the newest policy registered by ``t`` seconds."""
-    return step_at([(r.finished_s, r.success) for r in record.rounds], t, initial)
-
-
-def curve(
-    records: Sequence[RunRecord], grid: Sequence[float], kind: str, initial: float = 0.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and sample std over ``records`` of ``kind`` (``success`` or ``trajectories``) on
-    the time ``grid``."""
-    if kind not in ("success", "trajectories"):
-        raise ValueError(f"kind must be 'success' or 'trajectories', got {kind!r}")
-    rows = [
-        [success_at(r, t, initial) if kind == "success" else trajectories_at(r, t) for t in grid]
-        for r in records
-    ]
-    values = np.asarray(rows, dtype=float).reshape(len(records), len(grid))
-    std = values.std(axis=0, ddof=1) if len(records) > 1 else np.zeros(len(grid))
-    return values.mean(axis=0), std
 
 
 def plot_curves(
