@@ -1,0 +1,329 @@
+"""The sections of the configuration: one frozen dataclass per concern, each checking itself.
+
+Every section of ``params.yaml`` (``sim`` with its nested ``latency`` and ``faults``, ``env``,
+``agent``, ``algorithm``, ``data``, ``evaluator``, ``tracking``, ``orchestration``) is a class
+here whose fields carry their defaults and a comment saying what they mean, and whose
+``validate(key)`` rejects impossible values with a :class:`ConfigError` naming the dotted key.
+They live apart from :mod:`distrl_tasks.config`, which assembles them into the one
+:class:`~distrl_tasks.config.Config` and loads it from YAML, so that the list of settings and
+their limits can be read without the loading machinery, and ``config`` re-exports every class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from distrl_tasks.typed_yaml import ConfigError
+
+
+def _check(ok: bool, key: str, msg: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}: {msg}")
+
+
+@dataclass(frozen=True)
+class LatencyConfig:
+    """Per-command latency of simulated devices (seconds), calibrated to emulators (README)."""
+
+    enabled: bool = False  # draw latencies at all; off in tests for determinism
+    time_scale: float = 1.0  # multiply every drawn latency (0.1 = ten times faster than real)
+    screenshot: tuple[float, float] = (0.25, 0.08)  # lognormal (median, sigma-of-log) of screencap
+    input: tuple[float, float] = (0.12, 0.05)  # input tap/swipe/keyevent round trip
+    text: tuple[float, float] = (0.6, 0.2)  # input text (per command, not per character)
+    app_launch: tuple[float, float] = (1.2, 0.3)  # cold start of an app activity
+    page_load: tuple[float, float] = (1.5, 0.5)  # a web page or search result load
+    reset: tuple[float, float] = (4.0, 1.0)  # snapshot load of a clean home screen
+
+    def validate(self, key: str) -> None:
+        _check(self.time_scale >= 0, f"{key}.time_scale", "must be >= 0")
+        for name in ("screenshot", "input", "text", "app_launch", "page_load", "reset"):
+            median, sigma = getattr(self, name)
+            _check(median >= 0 and sigma >= 0, f"{key}.{name}", "median and sigma must be >= 0")
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Injected device faults; each probability is per shell command unless stated."""
+
+    enabled: bool = False  # inject faults at all
+    offline_prob: float = 0.0  # device turns `offline` for `offline_seconds`
+    offline_seconds: float = 2.0  # how long an offline spell lasts
+    hang_prob: float = 0.0  # a command hangs for `hang_seconds` (past the client's timeout)
+    hang_seconds: float = 30.0  # length of a hang
+    crash_prob: float = 0.0  # the device crashes: every command fails until `simctl reset`
+    blank_frame_prob: float = 0.0  # a screenshot right after a navigation is a white frame
+
+    def validate(self, key: str) -> None:
+        for name in ("offline_prob", "hang_prob", "crash_prob", "blank_frame_prob"):
+            p = getattr(self, name)
+            _check(0.0 <= p <= 1.0, f"{key}.{name}", f"probability must be in [0, 1], got {p}")
+        _check(self.offline_seconds >= 0, f"{key}.offline_seconds", "must be >= 0")
+        _check(self.hang_seconds >= 0, f"{key}.hang_seconds", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """The embedded simulated Android device farm."""
+
+    host: str = "127.0.0.1"  # bind address of the ADB server; loopback only by default
+    port: int = 15037  # ADB server port of the embedded farm (0 = any free port)
+    devices: int = 8  # devices of `distrl sim serve` (rounds use orchestration's topology)
+    seed: int = 0  # seeds content, latency and faults
+    render_scale: float = 0.25  # screenshot pixels per logical pixel (1080x2400 logical screen)
+    expert_mistake_rate: float = 0.0  # probability of a wrong tap / typo / detour per expert step
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # emulator-like latencies
+    faults: FaultConfig = field(default_factory=FaultConfig)  # injected faults
+
+    def validate(self, key: str) -> None:
+        _check(0 <= self.port < 65536, f"{key}.port", "must be a TCP port (0..65535)")
+        _check(1 <= self.devices <= 256, f"{key}.devices", "must be in 1..256")
+        _check(0.05 <= self.render_scale <= 1.0, f"{key}.render_scale", "must be in [0.05, 1]")
+        _check(
+            0.0 <= self.expert_mistake_rate < 1.0,
+            f"{key}.expert_mistake_rate",
+            "must be in [0, 1)",
+        )
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """How episodes run on a device (simulated or real)."""
+
+    device_kind: Literal["sim", "emulator"] = "sim"  # which device fleet backs the env
+    adb_host: str = "127.0.0.1"  # adb server host (emulators: the local adb server)
+    adb_port: int = 5037  # adb server port for emulators (the sim farm uses sim.port)
+    task_set: Literal["general", "webshop"] = "general"  # AitW task family
+    data_dir: str = ""  # directory of the AitW task files (empty: the copy shipped in the package)
+    horizon_general: int = 10  # step budget per episode, general tasks (papers: 10)
+    horizon_webshop: int = 20  # step budget per episode, webshop tasks (papers: 20)
+    command_timeout_s: float = 20.0  # a device command slower than this counts as a hang
+    repeat_penalty: float = 0.4  # DistRL: cumulative penalty per repeated action
+    empty_text_penalty: float = 1.0  # DistRL: penalty for TYPE with empty text
+    invalid_action_penalty: float = 1.0  # penalty for an unparseable model output
+    end_on_invalid: bool = False  # end the episode on unparseable output (DigiRL) or go on
+    emulator_bin: str = "emulator"  # Android emulator binary for device_kind = emulator
+    avd: str = "distrl_pixel"  # AVD started for device_kind = emulator (devices_per_worker copies)
+    avd_snapshot: str = "clean"  # AVD snapshot loaded on every reset (not re-cloned)
+
+    def validate(self, key: str) -> None:
+        _check(self.horizon_general >= 1, f"{key}.horizon_general", "must be >= 1")
+        _check(self.horizon_webshop >= 1, f"{key}.horizon_webshop", "must be >= 1")
+        _check(self.command_timeout_s > 0, f"{key}.command_timeout_s", "must be > 0")
+        _check(0 < self.adb_port < 65536, f"{key}.adb_port", "must be a TCP port")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The policy and its critics."""
+
+    model: Literal["tiny", "autoui-base"] = "tiny"  # tiny = embedded default; autoui = local ckpt
+    checkpoint_dir: str = ""  # local Auto-UI-Base style checkpoint (empty: train from scratch)
+    image_encoder: Literal["small", "blip2"] = "small"  # image feature extractor
+    image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
+    temperature: float = 0.5  # collection sampling temperature (1.0 halves tiny SFT success)
+    max_new_tokens: int = 128  # decoding budget for one action string
+    constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
+    max_prompt_tokens: int = 512  # prompts are left-truncated to this length
+    critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input
+    critic_text_encoder_path: str = ""  # local model directory (roberta; optional for minilm)
+    critic_hidden: int = 256  # width of the critics' MLP heads (papers: 768)
+    sft_tokenizer: Literal["sentencepiece", "byte"] = "sentencepiece"  # bootstrap vocabulary
+    sft_vocab_size: int = 1024  # size of the SentencePiece vocabulary fitted to the demos
+    sft_episodes_per_device: int = 24  # expert demonstrations per device for the bootstrap
+    sft_mistake_rate: float = 0.2  # expert mistake rate of those demonstrations
+    sft_steps: int = 300  # supervised optimizer steps of the bootstrap
+    sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
+    sft_lr: float = 1e-3  # peak SFT learning rate (from scratch: far above algorithm.lm_lr)
+    remote_base_url: str = ""  # OpenAI-compatible VLM endpoint (…/v1) for evaluation-only runs
+    remote_model: str = ""  # served model name at remote_base_url
+    remote_api_key_env: str = "VLM_API_KEY"  # env var holding the endpoint's key ("" = no auth)
+    remote_timeout_s: float = 60.0  # per-request timeout of the remote VLM
+    remote_concurrency: int = 4  # requests in flight to the remote VLM
+
+    def validate(self, key: str) -> None:
+        _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
+        _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
+        _check(self.max_prompt_tokens >= 16, f"{key}.max_prompt_tokens", "must be >= 16")
+        _check(
+            self.remote_base_url == "" or self.remote_base_url.startswith(("http://", "https://")),
+            f"{key}.remote_base_url",
+            "must be empty or start with http:// or https://",
+        )
+        _check(
+            not self.remote_base_url or bool(self.remote_model),
+            f"{key}.remote_model",
+            "needed when remote_base_url is set",
+        )
+        _check(self.remote_timeout_s > 0, f"{key}.remote_timeout_s", "must be > 0")
+        _check(self.remote_concurrency >= 1, f"{key}.remote_concurrency", "must be >= 1")
+        _check(self.critic_hidden >= 1, f"{key}.critic_hidden", "must be >= 1")
+        _check(self.sft_vocab_size >= 300, f"{key}.sft_vocab_size", "must be >= 300")
+        _check(self.sft_episodes_per_device >= 1, f"{key}.sft_episodes_per_device", "must be >= 1")
+        _check(0.0 <= self.sft_mistake_rate < 1.0, f"{key}.sft_mistake_rate", "must be in [0, 1)")
+        _check(self.sft_steps >= 1, f"{key}.sft_steps", "must be >= 1")
+        _check(self.sft_batch_size >= 1, f"{key}.sft_batch_size", "must be >= 1")
+        _check(self.sft_lr > 0, f"{key}.sft_lr", "must be > 0")
+        if self.critic_text_encoder == "roberta":
+            _check(
+                bool(self.critic_text_encoder_path),
+                f"{key}.critic_text_encoder_path",
+                "needed for the roberta text encoder",
+            )
+        if self.image_encoder == "blip2":
+            _check(bool(self.image_encoder_path), f"{key}.image_encoder_path", "needed for blip2")
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    """The RL algorithm and its hyperparameters (defaults from the papers' configs)."""
+
+    name: Literal["distrl", "digirl", "filtered_bc"] = "distrl"  # training algorithm
+    # data regime: offline = round 0 only (the offline phase: critics, then actor, on rollouts
+    # of the bootstrap policy); online = rounds 1.. only; off2on = round 0, then online rounds
+    mode: Literal["offline", "online", "off2on"] = "off2on"
+    gamma: float = 0.5  # discount (papers' code: 0.5)
+    lambda_: float = 1.0  # Retrace trace coefficient lambda
+    rho_bar: float = 1.0  # truncation of importance ratios in targets and policy gradient
+    c_bar: float = 1.0  # truncation of importance ratios in the traces
+    entropy_coef: float = 0.01  # beta: weight of the entropy bonus
+    invalid_coef: float = 1.0  # lambda_inv: weight of the invalid-action penalty
+    policy_advantage: Literal["signed", "positive"] = "signed"  # DistRL actor: A or 1[A>0]
+    ratio_clip: float = 0.0  # DistRL: PPO-style trust region eps on pi/mu (0 = off, the paper)
+    lm_lr: float = 1e-5  # policy learning rate (papers: 1e-4; it breaks the tiny SFT policy)
+    critic_lr: float = 1e-4  # critic learning rate
+    max_grad_norm: float = 0.01  # gradient clipping (papers' code: 0.01)
+    grad_accum_steps: int = 1  # micro-batches per optimizer step (batch_size must divide)
+    mixed_precision: Literal["no", "bf16"] = "no"  # bf16 autocast on GPUs
+    warmup_steps: int = 0  # linear learning-rate warmup, in optimizer steps
+    weight_decay: float = 0.0  # AdamW weight decay (0 = plain Adam)
+    batch_size: int = 4  # trajectories (or windows) per optimizer step
+    actor_epochs: int = 20  # actor updates per round
+    critic_epochs: int = 5  # critic-only warm-up steps per round, before the actor steps
+    offline_critic_steps: int = 20  # offline phase (round 0): critic-only steps (papers: 20)
+    offline_actor_steps: int = 30  # offline phase (round 0): actor steps (papers: 30)
+    sequence_length: int = 3  # contiguous steps per sampled window (Retrace)
+    filter_top_fraction: float = 0.1  # DigiRL / Filtered BC: keep the top p of trajectories
+    priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01)  # DPER w1 |delta|, w2 rho, w3 H
+    priority_alpha: float = 0.5  # prioritized sampling exponent
+    priority_beta: float = 0.4  # importance-weight exponent of prioritized sampling
+    priority_rho_clip: float = 10.0  # cap on rho inside DPER priorities (one stale trajectory)
+    digirl_lambda: float = 0.5  # DigiRL doubly-robust advantage lambda (lambda^(H-h) weight)
+
+    def validate(self, key: str) -> None:
+        _check(0.0 <= self.gamma <= 1.0, f"{key}.gamma", "must be in [0, 1]")
+        _check(0.0 <= self.lambda_ <= 1.0, f"{key}.lambda_", "must be in [0, 1]")
+        _check(self.rho_bar > 0 and self.c_bar > 0, f"{key}.rho_bar", "clips must be > 0")
+        _check(self.lm_lr > 0 and self.critic_lr > 0, f"{key}.lm_lr", "learning rates must be > 0")
+        _check(self.batch_size >= 1, f"{key}.batch_size", "must be >= 1")
+        _check(self.grad_accum_steps >= 1, f"{key}.grad_accum_steps", "must be >= 1")
+        _check(
+            self.batch_size % self.grad_accum_steps == 0,
+            f"{key}.batch_size",
+            f"must be divisible by grad_accum_steps ({self.grad_accum_steps})",
+        )
+        _check(self.warmup_steps >= 0, f"{key}.warmup_steps", "must be >= 0")
+        _check(self.actor_epochs >= 1, f"{key}.actor_epochs", "must be >= 1")
+        _check(self.critic_epochs >= 0, f"{key}.critic_epochs", "must be >= 0")
+        _check(self.offline_actor_steps >= 1, f"{key}.offline_actor_steps", "must be >= 1")
+        _check(self.offline_critic_steps >= 0, f"{key}.offline_critic_steps", "must be >= 0")
+        _check(self.weight_decay >= 0, f"{key}.weight_decay", "must be >= 0")
+        _check(self.sequence_length >= 1, f"{key}.sequence_length", "must be >= 1")
+        _check(
+            0.0 < self.filter_top_fraction <= 1.0,
+            f"{key}.filter_top_fraction",
+            "must be in (0, 1]",
+        )
+        _check(0.0 <= self.priority_alpha <= 1.0, f"{key}.priority_alpha", "must be in [0, 1]")
+        _check(0.0 <= self.priority_beta <= 1.0, f"{key}.priority_beta", "must be in [0, 1]")
+        _check(self.priority_rho_clip > 0, f"{key}.priority_rho_clip", "must be > 0")
+        _check(0.0 <= self.ratio_clip < 1.0, f"{key}.ratio_clip", "must be in [0, 1)")
+        _check(0.0 <= self.digirl_lambda <= 1.0, f"{key}.digirl_lambda", "must be in [0, 1]")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Trajectory shards, replay and versioning."""
+
+    root: str = "data/trajectories"  # Parquet trajectory shards (raw/, labeled/), DVC-tracked
+    replay_capacity: int = 10000  # transitions kept in the replay window
+    replay_window_rounds: int = 4  # newest rounds of shards the learner reads
+    dvc_remote: str = "runs/dvc-remote"  # default DVC remote: a local directory
+
+    def validate(self, key: str) -> None:
+        _check(self.replay_capacity >= 1, f"{key}.replay_capacity", "must be >= 1")
+        _check(self.replay_window_rounds >= 1, f"{key}.replay_window_rounds", "must be >= 1")
+
+
+@dataclass(frozen=True)
+class EvaluatorConfig:
+    """Who labels trajectories: the simulator oracle or Gemini."""
+
+    kind: Literal["oracle", "gemini"] = "oracle"  # oracle = `simctl task check` on sim devices
+    model: str = "gemini-1.5-pro"  # Gemini model name
+    base_url: str = ""  # override of the Gemini endpoint (empty: the public default)
+    concurrency: int = 4  # requests in flight at once
+    requests_per_minute: int = 60  # rate budget
+    max_retries: int = 5  # retries on 429 / 5xx / timeouts
+    last_screenshots: int = 1  # how many final screenshots are judged
+    downscale: int = 4  # images are sent at width/downscale x height/downscale
+    timeout_s: float = 60.0  # per-request timeout before a retry
+    cache_dir: str = "runs/gemini_cache"  # on-disk cache of verdicts (image hash, goal, prompt)
+
+    def validate(self, key: str) -> None:
+        _check(self.concurrency >= 1, f"{key}.concurrency", "must be >= 1")
+        _check(self.requests_per_minute >= 1, f"{key}.requests_per_minute", "must be >= 1")
+        _check(self.max_retries >= 0, f"{key}.max_retries", "must be >= 0")
+        _check(self.last_screenshots >= 1, f"{key}.last_screenshots", "must be >= 1")
+        _check(self.downscale >= 1, f"{key}.downscale", "must be >= 1")
+        _check(self.timeout_s > 0, f"{key}.timeout_s", "must be > 0")
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """MLflow tracking and registry."""
+
+    tracking_uri: str = "sqlite:///runs/mlflow.db"  # local SQLite store by default
+    experiment: str = "distrl"  # MLflow experiment name
+    model_name: str = "distrl-policy"  # registered model name
+    artifact_root: str = "runs/mlartifacts"  # where new experiments store artifacts (path or URI)
+
+    def validate(self, key: str) -> None:
+        _check(bool(self.experiment), f"{key}.experiment", "must not be empty")
+        _check(bool(self.model_name), f"{key}.model_name", "must not be empty")
+        _check(bool(self.artifact_root), f"{key}.artifact_root", "must not be empty")
+
+
+@dataclass(frozen=True)
+class OrchestrationConfig:
+    """Topology and rounds (replaces the seeds' `bsize`/`parallel` flags)."""
+
+    workers: int = 1  # collection workers (one Airflow mapped task each)
+    devices_per_worker: int = 8  # devices each worker drives
+    episodes_per_device: int = 2  # episodes each device runs per round
+    # round 0 (algorithm.mode offline / off2on): episodes each device runs with the bootstrap
+    # policy to make the offline dataset
+    offline_episodes_per_device: int = 4
+    rounds: int = 3  # training rounds of the demo / DAG
+    asynchronous: bool = True  # DistRL actor/learner (True) or DigiRL lockstep rounds (False)
+    eval_tasks: int = 96  # first N test tasks in file order (papers: 96)
+    inference_max_batch: int = 32  # most observations per batched policy call (async collection)
+    inference_max_wait_ms: float = 5.0  # how long a policy batch waits to fill up
+    # async: most collections finished or in flight that the learner is not done with
+    # (2 = one round ahead; 0 = data.replay_window_rounds)
+    actor_max_pending: int = 0
+
+    def validate(self, key: str) -> None:
+        _check(self.workers >= 1, f"{key}.workers", "must be >= 1")
+        _check(self.actor_max_pending >= 0, f"{key}.actor_max_pending", "must be >= 0")
+        _check(self.devices_per_worker >= 1, f"{key}.devices_per_worker", "must be >= 1")
+        _check(self.episodes_per_device >= 1, f"{key}.episodes_per_device", "must be >= 1")
+        _check(
+            self.offline_episodes_per_device >= 1,
+            f"{key}.offline_episodes_per_device",
+            "must be >= 1",
+        )
+        _check(self.rounds >= 1, f"{key}.rounds", "must be >= 1")
+        _check(self.eval_tasks >= 1, f"{key}.eval_tasks", "must be >= 1")
+        _check(self.inference_max_batch >= 1, f"{key}.inference_max_batch", "must be >= 1")
+        _check(self.inference_max_wait_ms >= 0, f"{key}.inference_max_wait_ms", "must be >= 0")
