@@ -9,23 +9,30 @@ the local cache or the remote.
 DVC runs in-process through its Python API (``dvc.repo.Repo``); git runs as an argv list. DVC's
 site cache lives under ``.dvc/tmp`` of the repository (nothing is written to ``/var/tmp``) and
 analytics are off, so nothing here reaches the network unless the remote itself is remote.
-Every failure is a :class:`VersioningError` whose message carries git's or DVC's own words.
+Every failure is a :class:`VersioningError` whose message carries git's or DVC's own words. How
+git and DVC are run, and the error classes, live in :mod:`distrl_tasks.data.git_dvc` (the errors
+are re-exported here).
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import re
-import subprocess
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from distrl_tasks.data.git_dvc import (
+    RemoteUnavailableError,
+    VersioningError,
+    commit_paths,
+    dvc_env,
+    dvc_message,
+    open_dvc,
+    run_git,
+)
 
 if TYPE_CHECKING:
     from dvc.repo import Repo
@@ -34,15 +41,6 @@ DEFAULT_REMOTE = "storage"  # name given to the remote that ensure_repo configur
 
 _DVC_HASH = re.compile(r"^[0-9a-f]{32}(\.dir)?$")
 _URL_SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
-_ENV_LOCK = threading.RLock()  # the DVC context edits os.environ; one at a time per process
-
-
-class VersioningError(RuntimeError):
-    """git or DVC could not version, push or restore the data (the message says why)."""
-
-
-class RemoteUnavailableError(VersioningError):
-    """The DVC remote cannot be reached, created or written."""
 
 
 @dataclass(frozen=True)
@@ -66,69 +64,6 @@ class DataVersion:
     new: bool = False
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run ``git`` in ``root``; raise VersioningError with git's message when it fails."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        proc = subprocess.run(
-            ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=False
-        )
-    except FileNotFoundError:
-        raise VersioningError(
-            "git is not installed (no `git` executable on PATH); DVC versioning needs git"
-        ) from None
-    if check and proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip()
-        raise VersioningError(f"git {args[0]} failed in {root}: {detail}")
-    return proc
-
-
-def _dvc_message(exc: BaseException) -> str:
-    """DVC's message plus the cause it wraps (e.g. the OS error behind an upload failure)."""
-    msg = str(exc) or type(exc).__name__
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause) and str(cause) not in msg:
-        msg = f"{msg}: {cause}"
-    return msg
-
-
-@contextlib.contextmanager
-def _dvc_env(root: Path) -> Iterator[None]:
-    """Keep DVC offline, quiet and inside ``root`` for the duration of one operation."""
-    overrides = {"DVC_NO_ANALYTICS": "1"}
-    if "DVC_SITE_CACHE_DIR" not in os.environ:
-        overrides["DVC_SITE_CACHE_DIR"] = str(root / ".dvc" / "tmp" / "site-cache")
-    dvc_logger = logging.getLogger("dvc")
-    with _ENV_LOCK:
-        saved = {key: os.environ.get(key) for key in overrides}
-        level = dvc_logger.level
-        os.environ.update(overrides)
-        dvc_logger.setLevel(logging.WARNING)  # hide DVC's "run git add ..." hints
-        try:
-            yield
-        finally:
-            dvc_logger.setLevel(level)
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-
-
-@contextlib.contextmanager
-def _dvc(root: Path, action: str) -> Iterator[Repo]:
-    """Open the DVC repo at ``root``; DVC exceptions become VersioningError('dvc <action> ...')."""
-    from dvc.exceptions import DvcException
-    from dvc.repo import Repo
-
-    with _dvc_env(root):
-        try:
-            with Repo(str(root)) as repo:
-                yield repo
-        except DvcException as exc:
-            raise VersioningError(f"dvc {action} failed in {root}: {_dvc_message(exc)}") from exc
-
-
 def _normalize_url(remote_url: str) -> str:
     """URLs with a scheme pass through; local paths become absolute so clones find them."""
     url = str(remote_url).strip()
@@ -145,16 +80,6 @@ def _local_path(url: str) -> Path | None:
     if _URL_SCHEME.match(url):
         return Path(url.removeprefix("file://")) if url.startswith("file://") else None
     return Path(url)
-
-
-def _commit_paths(root: Path, paths: list[str], message: str) -> str | None:
-    """Stage and commit exactly ``paths`` (other staged work is left alone); None if unchanged."""
-    status = _git(root, "status", "--porcelain", "--", *paths).stdout.strip()
-    if not status:
-        return None
-    _git(root, "add", "--", *paths)
-    _git(root, "commit", "-q", "-m", message, "--", *paths)
-    return _git(root, "rev-parse", "HEAD").stdout.strip()
 
 
 def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT_REMOTE) -> None:
@@ -178,21 +103,21 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
     if not re.fullmatch(r"[\w.-]+", name):
         raise VersioningError(f"remote name {name!r} must be letters, digits, '_', '.' or '-'")
     root.mkdir(parents=True, exist_ok=True)
-    top = _git(root, "rev-parse", "--show-toplevel", check=False)
+    top = run_git(root, "rev-parse", "--show-toplevel", check=False)
     if top.returncode != 0:
-        _git(root, "init", "-q")
-        top = _git(root, "rev-parse", "--show-toplevel")
+        run_git(root, "init", "-q")
+        top = run_git(root, "rev-parse", "--show-toplevel")
     if not (root / ".dvc").is_dir():
         from dvc.exceptions import DvcException
         from dvc.repo import Repo
 
         subdir = Path(top.stdout.strip()).resolve() != root
-        with _dvc_env(root):
+        with dvc_env(root):
             try:
                 Repo.init(str(root), subdir=subdir).close()
             except DvcException as exc:
-                raise VersioningError(f"dvc init failed in {root}: {_dvc_message(exc)}") from exc
-    with _dvc(root, "config") as repo:
+                raise VersioningError(f"dvc init failed in {root}: {dvc_message(exc)}") from exc
+    with open_dvc(root, "config") as repo:
         current = repo.config.read("repo")
         wanted_core = {"remote": name, "analytics": False}
         core = current["core"]
@@ -206,7 +131,7 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
                 conf["core"].update(wanted_core)
                 conf["remote"].setdefault(name, {})["url"] = url
     scaffold = [p for p in (".dvc/config", ".dvc/.gitignore", ".dvcignore") if (root / p).exists()]
-    _commit_paths(root, scaffold, f"Set up DVC: default remote '{name}' -> {url}")
+    commit_paths(root, scaffold, f"Set up DVC: default remote '{name}' -> {url}")
 
 
 def _same_url(configured: str | None, wanted: str, root: Path) -> bool:
@@ -314,23 +239,23 @@ def version_directory(
     dvc_file = data.with_name(data.name + ".dvc")
     rel_data = data.relative_to(root).as_posix()
     if push:
-        with _dvc(root, "remote") as repo:
+        with open_dvc(root, "remote") as repo:
             _check_remote(repo, remote, create=True)
-    with _dvc(root, "add") as repo:
+    with open_dvc(root, "add") as repo:
         repo.add([str(data)])
     digest, files, size = _read_dvc_file(dvc_file)
     if push:
-        with _dvc(root, "push") as repo:
+        with open_dvc(root, "push") as repo:
             repo.push(targets=[str(dvc_file)], remote=remote)
     headline = message or f"Version {rel_data}: {files} files, {size} bytes"
     paths = [dvc_file.relative_to(root).as_posix()]
     if (data.parent / ".gitignore").exists():
         paths.append((data.parent / ".gitignore").relative_to(root).as_posix())
-    commit = _commit_paths(
+    commit = commit_paths(
         root, paths, f"{headline}\n\nData-Version: {digest}\nData-Path: {rel_data}"
     )
     if commit is None:
-        last = _git(root, "log", "-1", "--format=%H", "--", paths[0]).stdout.strip()
+        last = run_git(root, "log", "-1", "--format=%H", "--", paths[0]).stdout.strip()
         return DataVersion(digest, dvc_file, last or None, files, size, new=False)
     return DataVersion(digest, dvc_file, commit, files, size, new=True)
 
@@ -339,21 +264,21 @@ def _find_commit(root: Path, rel_dvc: str, hash_or_rev: str) -> tuple[str, str]:
     """(commit, .dvc text) for a DVC hash (newest commit recording it) or a git revision."""
     key = hash_or_rev.strip()
     if _DVC_HASH.match(key):
-        log = _git(root, "log", "--format=%H", "--", rel_dvc).stdout.split()
+        log = run_git(root, "log", "--format=%H", "--", rel_dvc).stdout.split()
         for commit in log:
-            shown = _git(root, "show", f"{commit}:{rel_dvc}", check=False)
+            shown = run_git(root, "show", f"{commit}:{rel_dvc}", check=False)
             if shown.returncode == 0:
                 digest = _read_dvc_file(root / rel_dvc, shown.stdout)[0]
                 if digest == key or digest == f"{key}.dir":
                     return commit, shown.stdout
         raise VersioningError(f"no commit records data version {key} for {rel_dvc}")
-    resolved = _git(root, "rev-parse", "--verify", "--quiet", f"{key}^{{commit}}", check=False)
+    resolved = run_git(root, "rev-parse", "--verify", "--quiet", f"{key}^{{commit}}", check=False)
     if resolved.returncode != 0:
         raise VersioningError(
             f"{key!r} is neither a DVC hash (32 hex digits, optional .dir) nor a git revision"
         )
     commit = resolved.stdout.strip()
-    shown = _git(root, "show", f"{commit}:{rel_dvc}", check=False)
+    shown = run_git(root, "show", f"{commit}:{rel_dvc}", check=False)
     if shown.returncode != 0:
         raise VersioningError(f"commit {commit[:12]} does not record {rel_dvc}")
     return commit, shown.stdout
@@ -406,24 +331,24 @@ def checkout_version(
     rel_dvc = dvc_file.relative_to(root).as_posix()
     commit, text = _find_commit(root, rel_dvc, hash_or_rev)
     if not force and data.is_dir() and dvc_file.exists():
-        with _dvc(root, "status") as repo:
+        with open_dvc(root, "status") as repo:
             if _has_unversioned_changes(repo, dvc_file):
                 raise VersioningError(
                     f"{data} has changes that were never versioned; run version_directory first "
                     "or pass force=True to discard them"
                 )
-    _git(root, "checkout", commit, "--", rel_dvc)
+    run_git(root, "checkout", commit, "--", rel_dvc)
     digest, files, size = _read_dvc_file(dvc_file, text)
     restored = DataVersion(digest, dvc_file, commit, files, size, new=False)
     try:
-        with _dvc(root, "checkout") as repo:
+        with open_dvc(root, "checkout") as repo:
             repo.checkout(targets=[str(dvc_file)], force=True)
         return restored
     except VersioningError as exc:
         if not isinstance(exc.__cause__, CheckoutError):
             raise
     # Some objects are missing from the local cache (always so in a fresh clone): pull them.
-    with _dvc(root, "pull") as repo:
+    with open_dvc(root, "pull") as repo:
         _check_remote(repo, remote, create=False)
         repo.pull(targets=[str(dvc_file)], remote=remote, force=True)
     return restored
