@@ -1,7 +1,9 @@
 """One simulated Android phone: apps, focus, scrolling, system bars and input semantics.
 
 The phone is synchronous and deterministic. Latency and faults belong to the transport layer
-(:mod:`distrl_tasks.sim.shell`), so tests of app logic never wait.
+(:mod:`distrl_tasks.sim.shell`), so tests of app logic never wait. The system bars and the
+notification shade are drawn by :mod:`distrl_tasks.sim.system_ui`; the phone decides when they
+show and what their buttons do.
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ from typing import TYPE_CHECKING, Any
 from distrl_tasks.sim.app import App, Page, Screen
 from distrl_tasks.sim.render import PNG_CACHE
 from distrl_tasks.sim.state import SimState
+from distrl_tasks.sim.system_ui import (
+    CLOCK_TEXT,  # noqa: F401
+    nav_bar,
+    notification_shade,
+    status_bar,
+)
 from distrl_tasks.sim.ui import (
     CONTENT_BOTTOM,
     CONTENT_TOP,
-    NAV_BAR_H,
     SCREEN_H,
     SCREEN_W,
     STATUS_BAR_H,
@@ -33,7 +40,6 @@ KEYCODE_HOME = 3
 KEYCODE_BACK = 4
 KEYCODE_ENTER = 66
 KEY_NAMES = {"KEYCODE_HOME": 3, "KEYCODE_BACK": 4, "KEYCODE_ENTER": 66, "HOME": 3, "BACK": 4}
-CLOCK_TEXT = "12:30"  # the simulated wall clock shown in the status bar (fixed: deterministic)
 TAP_SLOP = 24  # a swipe shorter than this (logical px) is a tap, as Android's touch slop
 
 
@@ -246,7 +252,7 @@ class Phone:
             _mark_focus(node, self.focus)
         for node in body.children:
             _mark_focus(node, self.focus)
-        root.add(content, _status_bar(), _nav_bar())
+        root.add(content, status_bar(), nav_bar())
         if self.shade_open:
             root.add(self._shade())
         self._composed = (self.version, root, signature(root))
@@ -261,45 +267,7 @@ class Phone:
         return to_uiautomator_xml(self.compose(), package=self.front.package)
 
     def _shade(self) -> Node:
-        shade = Node(
-            cls="android.widget.FrameLayout",
-            bounds=(0, 0, SCREEN_W, 1500),
-            resource_id="com.android.systemui:id/notification_panel",
-            style=Style(bg="#e8eaed"),
-        )
-        shade.add(
-            Node(
-                cls="android.widget.TextView",
-                bounds=(40, 60, SCREEN_W - 40, 180),
-                text=f"{CLOCK_TEXT}  Notifications",
-                style=Style(size=52, bold=True),
-            )
-        )
-        y = 220
-        for app, text in NOTIFICATIONS:
-            if not self.notifications.get(app, True):
-                continue
-            shade.add(
-                Node(
-                    cls="android.widget.TextView",
-                    bounds=(40, y, SCREEN_W - 40, y + 200),
-                    text=f"{app}: {text}",
-                    resource_id="com.android.systemui:id/notification",
-                    style=Style(bg="#ffffff", radius=36, size=40, icon=app),
-                )
-            )
-            y += 230
-        shade.add(
-            Node(
-                cls="android.widget.Button",
-                bounds=(SCREEN_W - 360, 1380, SCREEN_W - 40, 1480),
-                text="Clear all",
-                clickable=True,
-                action="shade:close",
-                style=Style(size=40, align="center"),
-            )
-        )
-        return shade
+        return notification_shade(NOTIFICATIONS, self.notifications)
 
     # ----- state ---------------------------------------------------------------------------
     def state(self) -> SimState:
@@ -375,63 +343,6 @@ def _mark_focus(node: Node, focus: str | None) -> None:
     for n in node.walk():
         if n.editable:
             n.focused = focus is not None and n.resource_id == focus
-
-
-def _status_bar() -> Node:
-    bar = Node(
-        cls="android.widget.FrameLayout",
-        bounds=(0, 0, SCREEN_W, STATUS_BAR_H),
-        resource_id="com.android.systemui:id/status_bar",
-        style=Style(bg="#f8f9fa"),
-    )
-    bar.add(
-        Node(
-            cls="android.widget.TextView",
-            bounds=(40, 0, 400, STATUS_BAR_H),
-            text=CLOCK_TEXT,
-            resource_id="com.android.systemui:id/clock",
-            style=Style(size=40, bold=True),
-        ),
-        Node(
-            cls="android.widget.TextView",
-            bounds=(SCREEN_W - 400, 0, SCREEN_W - 40, STATUS_BAR_H),
-            text="LTE  87%",
-            content_desc="Battery 87 percent",
-            style=Style(size=36, align="right"),
-        ),
-    )
-    return bar
-
-
-def _nav_bar() -> Node:
-    y = SCREEN_H - NAV_BAR_H
-    bar = Node(
-        cls="android.widget.FrameLayout",
-        bounds=(0, y, SCREEN_W, SCREEN_H),
-        resource_id="com.android.systemui:id/navigation_bar_frame",
-        style=Style(bg="#f8f9fa"),
-    )
-    for i, (label, desc, action, rid) in enumerate(
-        [
-            ("@back", "Back", "sys:back", "back"),
-            ("@home", "Home", "sys:home", "home"),
-            ("@recents", "Overview", "sys:recents", "recent_apps"),
-        ]
-    ):
-        x = 140 + i * 300
-        bar.add(
-            Node(
-                cls="android.widget.ImageView",
-                bounds=(x, y, x + 200, SCREEN_H),
-                text="",
-                content_desc=desc,
-                resource_id=f"com.android.systemui:id/{rid}",
-                clickable=True,
-                action=action,
-                style=Style(icon=label, icon_bg="#3c4043", size=48),
-            )
-        )
-    return bar
 
 
 # Imported late to avoid a cycle (apps need Phone's types only for type checking).
