@@ -2,18 +2,27 @@
 ``uiautomator``, ``getprop``, ``pm``, ``am``, ``monkey``, ``settings`` and ``simctl``.
 
 Output formats follow what Android 13 prints where clients parse it (adbutils'
-``window_size``/``rotation``/``app_current``/``dump_hierarchy``/``list_packages``).
+``window_size``/``rotation``/``app_current``/``dump_hierarchy``/``list_packages``). Package names,
+what is installed and launching by package live in :mod:`distrl_tasks.sim.android_packages` and
+are re-exported here.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import re
 import struct
 from typing import TYPE_CHECKING
 
-from distrl_tasks.sim.apps import GENERIC, LAUNCHER
+from distrl_tasks.sim.android_packages import (
+    KNOWN_PACKAGES,  # noqa: F401
+    activity_of,
+    front_package,
+    installed_packages,
+    launch_package,
+    package_for_label,  # noqa: F401
+)
+from distrl_tasks.sim.apps import LAUNCHER
 from distrl_tasks.sim.ui import SCREEN_H, SCREEN_W
 from distrl_tasks.sim.vfs import FsError
 
@@ -67,72 +76,10 @@ PROPS = {
     "init.svc.bootanim": "stopped",
     "persist.sys.timezone": "America/Los_Angeles",
 }
-# Package names of third-party apps that have no dedicated simulated screens.
-KNOWN_PACKAGES = {
-    "Netflix": "com.netflix.mediaclient",
-    "WhatsApp": "com.whatsapp",
-    "Google Play Movies": "com.google.android.videos",
-    "Amazon Prime Music": "com.amazon.mp3",
-    "Pandora": "com.pandora.android",
-    "Spotify": "com.spotify.music",
-    "Instagram": "com.instagram.android",
-    "Facebook": "com.facebook.katana",
-}
 
 
 def _err(msg: str, code: int = 1) -> CmdResult:
     return b"", (msg.rstrip("\n") + "\n").encode(), code
-
-
-# ----- packages ------------------------------------------------------------------------------
-def package_for_label(label: str) -> str:
-    """A stable package name for an app label the simulator has no screens for."""
-    known = KNOWN_PACKAGES.get(label)
-    if known:
-        return known
-    slug = re.sub(r"[^a-z0-9]+", "", label.lower()) or "app"
-    return f"com.sim.{slug}"
-
-
-def installed_packages(phone: Phone) -> dict[str, tuple[str, bool]]:
-    """package -> (label, is_system) for everything installed on the phone."""
-    out: dict[str, tuple[str, bool]] = {}
-    by_label = {a.label: a for a in phone.apps.values() if a.package != GENERIC}
-    for label in phone.installed:
-        app = by_label.get(label)
-        if app is not None:
-            out[app.package] = (label, app.system)
-        else:
-            out[package_for_label(label)] = (label, False)
-    out[LAUNCHER] = (phone.apps[LAUNCHER].label, True)
-    return out
-
-
-def front_package(phone: Phone) -> str:
-    front = phone.front
-    if front.package == GENERIC:
-        return package_for_label(getattr(front, "showing", "") or "app")
-    return front.package
-
-
-def activity_of(package: str) -> str:
-    return ".NexusLauncherActivity" if package == LAUNCHER else ".MainActivity"
-
-
-def launch_package(phone: Phone, package: str) -> bool:
-    """Start ``package`` as a launcher intent would; False if it is not installed."""
-    pkgs = installed_packages(phone)
-    if package not in pkgs:
-        return False
-    if package == LAUNCHER:
-        phone.go_home()
-        return True
-    if package in phone.apps:
-        return phone.launch(package)
-    generic = phone.apps[GENERIC]
-    generic.reset()
-    generic.showing = pkgs[package][0]  # type: ignore[attr-defined]
-    return phone.launch(GENERIC)
 
 
 # ----- navigation bookkeeping for the latency model ---------------------------------------
