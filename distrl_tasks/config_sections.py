@@ -122,7 +122,7 @@ class AgentConfig:
     image_encoder: Literal["small", "blip2"] = "small"  # image feature extractor
     image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
     temperature: float = 0.5  # collection sampling temperature (1.0 halves tiny SFT success)
-    max_new_tokens: int = 128  # decoding budget for one action string
+    max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
     critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input

@@ -21,6 +21,7 @@ ids of its text (what the learner will see) and flagged in :class:`Sample.canoni
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +30,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from distrl_tasks.agents.actions import format_action, tap
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.grammar import ActionGrammar
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.config import AgentConfig
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -365,6 +369,16 @@ def build_policy(
         raise ValueError(
             f"checkpoint expects {model.image_dim}-d image features but agent.image_encoder "
             f"'{cfg.image_encoder}' produces {feature_dim}-d features"
+        )
+    tap_tokens = len(tokenizer.encode_action(format_action(tap(0.5, 0.5)), 1 << 16))
+    if cfg.max_new_tokens < tap_tokens:
+        # evaluation and SFT raise their own budget; collection and training use this one
+        logger.warning(
+            "agent.max_new_tokens=%d is below the %d %s tokens one tap action takes: actions "
+            "the policy writes are cut off and count as invalid (raise agent.max_new_tokens)",
+            cfg.max_new_tokens,
+            tap_tokens,
+            tokenizer.kind,
         )
     return AutoUIPolicy(
         model,

@@ -213,6 +213,20 @@ def test_build_policy_errors(tmp_path: Path) -> None:
         build_policy(AgentConfig(checkpoint_dir=str(tmp_path / "ck16")))
 
 
+def test_build_policy_warns_when_a_tap_does_not_fit_the_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A byte-level tap is 160 tokens with eos: a smaller budget only ever writes cut-off taps."""
+    free = {"constrained_decoding": False}
+    with caplog.at_level("WARNING", logger="distrl_tasks.agents.policy"):
+        build_policy(AgentConfig(max_new_tokens=159, **free))
+    assert "agent.max_new_tokens=159 is below the 160 byte tokens" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="distrl_tasks.agents.policy"):
+        build_policy(AgentConfig(max_new_tokens=160, **free))
+    assert caplog.text == ""
+
+
 def test_autoui_base_checkpoint_with_sentencepiece(tmp_path: Path) -> None:
     """End to end through the Auto-UI-Base layout: config.json, model.safetensors, spiece.model."""
     root = tmp_path / "Auto-UI-Base"
