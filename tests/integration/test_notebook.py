@@ -136,6 +136,7 @@ def test_notebook_runs_headless_on_a_tiny_run(
     for family in set(eps["family"]):
         assert family in html
     assert "round 1" in html and "round 2" in html
+    assert "success_if_exact" in html  # the typed-queries table
 
     # agreement: Gemini (fake) says success iff the goal mentions news
     gemini = eps["task"].str.lower().str.contains("news")

@@ -17,6 +17,7 @@ import pytest
 from PIL import Image
 
 from distrl_tasks import analysis as A
+from distrl_tasks.analysis_queries import typed_queries
 from distrl_tasks.config import load_config
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.data.trajectories import discounted_returns
@@ -126,6 +127,33 @@ def test_success_table_and_pivot_hand_computed() -> None:
     assert pivot.loc["all", "round 1"] == pytest.approx(0.5)
     assert pivot.loc["web_search", "round 1"] == 1.0
     assert pd.isna(pivot.loc["set_alarm", "round 2"])
+
+
+def test_typed_queries_separate_text_from_navigation_failures() -> None:
+    """Round 1: one exact query that succeeded, one typo that failed, one that typed nothing;
+    the alarm goal names no query and the unlabeled round-2 search is left out."""
+    query_goal = "Search for flights from NYC to Buenos aires"
+    rows = [
+        ("a", 0, 1, SEARCH, "TYPE", "Hotels in  Los Angeles!", 1.0),  # same words: exact
+        ("b", 0, 1, query_goal, "TYPE", "flights from NYC to Buenos airs", 0.0),
+        ("b", 1, 1, query_goal, "TYPE", "flights from NYC to Buenos aires", 0.0),  # not first
+        ("c", 0, 1, SEARCH, "PRESS_HOME", None, 0.0),
+        ("d", 0, 1, ALARM, "TYPE", "6pm", 0.0),
+        ("e", 0, 2, SEARCH, "TYPE", "hotels in Los Angeles", None),
+    ]
+    cols = ["trajectory_id", "step", "round", "task", "action_type", "typed_text", "reward"]
+    frame = pd.DataFrame(rows, columns=cols)
+    frame["label_status"] = np.where(frame["reward"].isna(), "unlabeled", "labeled")
+    frame["trajectory_reward"] = frame.groupby("trajectory_id")["reward"].transform("sum")
+    table = typed_queries(frame.sample(frac=1.0, random_state=1))
+    assert list(table.index) == [1]
+    row = table.loc[1]
+    assert row[["trajectories", "typed", "exact"]].tolist() == [3, 2, 1]
+    assert row["exact_rate"] == pytest.approx(1 / 3)
+    assert row["success_if_exact"] == 1.0
+    assert row["success_otherwise"] == 0.0
+    with pytest.raises(ValueError, match=r"typed_queries: missing column\(s\) \['typed_text'\]"):
+        typed_queries(frame.drop(columns=["typed_text"]))
 
 
 def test_action_type_counts() -> None:
