@@ -5,7 +5,8 @@ One event loop serves every device and client. Phone operations run inline on th
 are fast and cached); latency, hangs and sleeps are ``asyncio.sleep`` so devices never block
 each other. ``host:kill`` (``adb kill-server``) is acknowledged but only stops the server when
 it was created with ``allow_kill=True`` (``distrl sim serve --allow-kill``): a stray
-``adb kill-server`` must not take a training run's device farm down.
+``adb kill-server`` must not take a training run's device farm down. The shell services, one
+command or an interactive session, are in :mod:`distrl_tasks.sim.adb_shell_service`.
 """
 
 from __future__ import annotations
@@ -18,26 +19,18 @@ import struct
 from distrl_tasks.sim.adb_protocol import (
     ADB_SERVER_VERSION,
     DEVICE_FEATURES,
-    V2_CLOSE_STDIN,
-    V2_EXIT,
-    V2_STDERR,
-    V2_STDIN,
-    V2_STDOUT,
     ProtocolError,
     block,
     fail,
     okay,
     read_request,
-    read_v2_packet,
-    v2_packet,
-    v2_stream,
 )
+from distrl_tasks.sim.adb_shell_service import RunCommand, shell_raw, shell_v2
 from distrl_tasks.sim.adb_sync import serve_sync
 from distrl_tasks.sim.farm import DeviceFarm, SimDevice
 from distrl_tasks.sim.shell import ShellResult
 
 log = logging.getLogger(__name__)
-DRAIN_TIMEOUT_S = 5.0  # how long to wait for a client to close after the last reply
 TRACK_POLL_S = 0.25  # how often host:track-devices looks for state changes
 PRODUCT = "product:sdk_gphone64_x86_64 model:sdk_gphone64_x86_64 device:emu64xa"
 
@@ -299,13 +292,11 @@ class AdbServer:
                 raise AdbError(f"bad service '{service}'")
             options = set(head.split(",")[1:])
             writer.write(okay())
-            if "v2" in options:
-                await self._shell_v2(dev, command, reader, writer)
-            else:
-                await self._shell_raw(dev, command, reader, writer)
+            serve = shell_v2 if "v2" in options else shell_raw
+            await serve(self._runner(dev), command, reader, writer)
         elif service.startswith("exec:"):
             writer.write(okay())
-            await self._shell_raw(dev, service[len("exec:") :], reader, writer)
+            await shell_raw(self._runner(dev), service[len("exec:") :], reader, writer)
         elif service == "sync:":
             writer.write(okay())
             await serve_sync(reader, writer, dev.fs)
@@ -318,73 +309,30 @@ class AdbServer:
         else:
             raise AdbError(f"unsupported device service '{service}'")
 
-    async def run_command(self, dev: SimDevice, command: str, stdin: bytes = b"") -> ShellResult:
-        """Run a shell command with the device's faults and latency applied."""
+    async def run_command(
+        self, dev: SimDevice, command: str, stdin: bytes = b"", *, session: bool = False
+    ) -> ShellResult:
+        """Run a shell command with the device's faults and latency applied.
+
+        ``session``: a line of an interactive session (``$?`` carries over from the last one).
+        """
         stall = dev.realism.before_command(dev.phone, command)
         if stall > 0:
             await asyncio.sleep(stall)
-        result = dev.shell.run(command, stdin)
+        result = dev.shell.run(command, stdin, session=session)
         delay = dev.realism.command_delay(dev.shell.events) + dev.shell.sleep_s
         if delay > 0:
             await asyncio.sleep(delay)
         return result
 
-    async def _shell_raw(
-        self,
-        dev: SimDevice,
-        command: str,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        """Shell v1 / exec: one byte stream (stdout and stderr interleaved), then close."""
-        if not command.strip():
-            command = (await reader.read(1024 * 1024)).decode(errors="replace")  # script on stdin
-        result = await self.run_command(dev, command)
-        writer.write(result.merged)
-        await _finish(reader, writer)
+    def _runner(self, dev: SimDevice) -> RunCommand:
+        async def run(command: str, session: bool) -> ShellResult:
+            return await self.run_command(dev, command, session=session)
 
-    async def _shell_v2(
-        self,
-        dev: SimDevice,
-        command: str,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        """Shell protocol v2: stdout/stderr packets and an exit-code packet."""
-        if not command.strip():  # no command: run what arrives on stdin, as `sh` would
-            script = []
-            while (packet := await read_v2_packet(reader)) is not None:
-                kind, data = packet
-                if kind == V2_STDIN:
-                    script.append(data)
-                elif kind == V2_CLOSE_STDIN:
-                    break
-            command = b"".join(script).decode(errors="replace")
-        result = await self.run_command(dev, command)
-        if result.stdout:
-            writer.write(v2_stream(V2_STDOUT, result.stdout))
-        if result.stderr:
-            writer.write(v2_stream(V2_STDERR, result.stderr))
-        writer.write(v2_packet(V2_EXIT, bytes([result.exit_code & 0xFF])))
-        await _finish(reader, writer)
+        return run
 
 
 def _wait_done(dev: SimDevice, want: str) -> bool:
     if want == "disconnect":
         return False  # simulated devices never detach
     return want == "any" or dev.state == want
-
-
-async def _finish(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Flush, half-close, and wait for the client to hang up.
-
-    Closing with unread client bytes (e.g. a v2 close-stdin packet) would make the kernel send
-    RST, which can destroy output the client has not read yet.
-    """
-    await writer.drain()
-    if writer.can_write_eof():
-        writer.write_eof()
-    with contextlib.suppress(TimeoutError, ConnectionError):
-        async with asyncio.timeout(DRAIN_TIMEOUT_S):
-            while await reader.read(65536):
-                continue  # discard whatever the client still sends until it hangs up

@@ -44,6 +44,7 @@ class ShellResult:
     stderr: bytes
     exit_code: int
     merged: bytes
+    exited: bool = False  # the line ran `exit` (ends an interactive session)
 
     def __iter__(self) -> Iterator[bytes | int]:
         yield from (self.stdout, self.stderr, self.exit_code)
@@ -296,11 +297,16 @@ class DeviceShell:
             return "0"
         return self.env.get(name, "")
 
-    def run(self, line: str, stdin: bytes = b"") -> ShellResult:
-        """Run one command line; never raises for bad input (errors go to stderr)."""
+    def run(self, line: str, stdin: bytes = b"", *, session: bool = False) -> ShellResult:
+        """Run one command line; never raises for bad input (errors go to stderr).
+
+        ``session``: the line continues an interactive session, so ``$?`` is the previous
+        line's status; otherwise every adb shell request starts a fresh shell process.
+        """
         self.events = []
         self.sleep_s = 0.0
-        self.last_status = 0  # every adb shell request starts a fresh shell process
+        if not session:
+            self.last_status = 0
         chunks: list[tuple[int, bytes]] = []
         try:
             script = parse(line)
@@ -308,7 +314,7 @@ class DeviceShell:
             msg = f"{SH}: {exc}\n".encode()
             self.last_status = 2
             return ShellResult(b"", msg, 2, msg)
-        status = 0
+        status, exited = self.last_status, False
         try:
             for connector, pipeline in script:
                 if (connector == "&&" and status != 0) or (connector == "||" and status == 0):
@@ -316,11 +322,11 @@ class DeviceShell:
                 status = self._pipeline(pipeline, stdin, chunks)
                 self.last_status = status
         except ShellExit as ex:
-            status = ex.code
+            status, exited = ex.code, True
         self.last_status = status
         out = b"".join(d for s, d in chunks if s == 1)
         err = b"".join(d for s, d in chunks if s == 2)
-        return ShellResult(out, err, status, b"".join(d for _, d in chunks))
+        return ShellResult(out, err, status, b"".join(d for _, d in chunks), exited)
 
     def _pipeline(
         self, pipeline: list[SimpleCommand], stdin: bytes, chunks: list[tuple[int, bytes]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import socket
 import threading
 import time
 
@@ -44,6 +45,37 @@ def test_devices_listing(adb_client):
     d = adb_client.device("emulator-5556")
     assert (d.get_state(), d.get_serialno()) == ("device", "emulator-5556")
     assert "shell_v2" in d.get_features().split(",")
+
+
+def test_shell_session_without_a_command_answers_line_by_line(adb_client):
+    """`shell:` with no command (v1, one byte stream): each line runs when its newline arrives,
+    a quote left open waits for the next line, and closing stdin runs the last line."""
+    sock = adb_client.device("emulator-5554").open_shell("").conn
+    sock.settimeout(10)
+
+    def answer(n: int) -> bytes:
+        got = b""
+        while len(got) < n:
+            chunk = sock.recv(4096)
+            assert chunk, f"the session closed early after {got!r}"
+            got += chunk
+        return got
+
+    try:
+        sock.sendall(b"echo one\n")
+        assert answer(4) == b"one\n"  # while stdin is still open
+        sock.sendall(b"false\necho $?\n")
+        assert answer(2) == b"1\n"  # $? carries from line to line
+        sock.sendall(b"echo 'a\n")
+        time.sleep(0.2)  # the open quote reaches the device alone
+        sock.sendall(b"b' && echo c\n")
+        assert answer(6) == b"a\nb\nc\n"
+        sock.sendall(b"echo last")
+        sock.shutdown(socket.SHUT_WR)
+        assert answer(5) == b"last\n"
+        assert sock.recv(4096) == b""  # then the device hangs up
+    finally:
+        sock.close()
 
 
 @pytest.mark.parametrize("v2", [False, True])

@@ -7,11 +7,13 @@ import io
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from PIL import Image
@@ -74,6 +76,54 @@ def test_shell_exit_codes_and_streams(sim_farm):
     proc = adb(p, "-s", "emulator-5554", "shell", "wm", "size")
     assert proc.stdout == b"Physical size: 1080x2400\n"
     assert b"deviceWidth=1080" in adb(p, "-s", "emulator-5554", "shell", "dumpsys display").stdout
+
+
+def read_line(fd: int, timeout: float = 10.0) -> bytes:
+    """One line from a pipe, failing (not hanging) when it does not come in time."""
+    line, deadline = b"", time.monotonic() + timeout
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"no line within {timeout} s (got {line!r})"
+        byte = os.read(fd, 1)
+        assert byte, f"the stream closed (got {line!r})"
+        line += byte
+    return line
+
+
+def test_interactive_shell_over_a_pipe(sim_farm):
+    """`adb shell` with no command and stdin a pipe: shell v2 without a PTY; every line is
+    answered before the next is sent, and `exit 3` ends the session with status 3."""
+    p = sim_farm.port
+    env = {**os.environ, "ADB_SERVER_SOCKET": f"tcp:127.0.0.1:{p}"}
+    proc = subprocess.Popen(
+        [ADB, "-P", str(p), "-s", "emulator-5554", "shell"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    out = proc.stdout.fileno()
+
+    def send(data: bytes) -> None:
+        proc.stdin.write(data)
+        proc.stdin.flush()
+
+    try:
+        send(b"echo one\n")
+        assert read_line(out) == b"one\n"
+        send(b"wm size\n")
+        assert read_line(out) == b"Physical size: 1080x2400\n"
+        send(b"false\necho $?\n")
+        assert read_line(out) == b"1\n"
+        send(b"exit 3\n")
+        assert proc.wait(timeout=10) == 3
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
 
 
 def test_exec_out_screencap_is_a_png_of_the_right_size(sim_farm):
@@ -145,6 +195,8 @@ def test_distrl_sim_serve_subprocess(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
 
 
 def test_distrl_sim_serve_bad_config_exits_2():

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import pytest
 from PIL import Image
 
+from distrl_tasks.sim.adb_shell_service import CommandLines, is_open
 from distrl_tasks.sim.apps.launcher import SEARCH_ID
 from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.shell import DeviceShell, ShellSyntaxError, parse, tokenize
@@ -73,6 +74,26 @@ def test_sequences_and_exit_status(sh):
     assert run(sh, "true; false")[2] == 1
     assert run(sh, "exit 3; echo never") == ("", "", 3)
     assert run(sh, "echo $?")[0] == "0\n"  # every request starts a fresh shell
+
+
+def test_session_lines_keep_the_status_and_report_exit(sh):
+    assert not sh.run("false").exited
+    assert sh.run("echo $?", session=True).stdout == b"1\n"  # the previous line's status
+    assert sh.run("echo $?").stdout == b"0\n"  # a new request: a fresh shell
+    done = sh.run("echo bye; exit 4", session=True)
+    assert (done.stdout, done.exit_code, done.exited) == (b"bye\n", 4, True)
+
+
+def test_command_lines_wait_for_open_quotes_and_operators():
+    lines = CommandLines()
+    assert lines.feed(b"echo a\necho b\nech") == ["echo a", "echo b"]
+    assert lines.feed(b"o c\n") == ["echo c"]
+    assert lines.feed(b"echo 'x\n") == []  # the quote is still open
+    assert lines.feed(b"y' && \n") == []  # closed, but `&&` needs a command
+    assert lines.feed(b"echo z\n\n") == ["echo 'x\ny' && \necho z", ""]
+    assert lines.feed(b"ls |") == [] and lines.rest() == "ls |"
+    assert lines.rest() == ""
+    assert is_open("a ||") and is_open('echo "') and not is_open("echo 'a' # done")
 
 
 def test_unknown_command_is_127(sh):
