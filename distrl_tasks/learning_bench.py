@@ -31,7 +31,8 @@ Duration on the 2-core machine. Smoke preset (measured): ~2 min (bootstrap ~25 s
 benchmarks/RESULTS.md: a round of 16 episodes + 20 learner steps at ~0.23 steps/s + 24-task
 evaluation ≈ 2.5 min, so ~4 rounds per run): 18 runs x (600 s budget + ~1 min overshoot +
 4-8 min final evaluation of 192 episodes) + 2 bootstraps of ~8 min ≈ 5-6 hours. One seed on
-General only (``--seeds 1 --task-sets general``) takes ~1 hour.
+General only (``--seeds 1 --task-sets general``) takes ~50 min; the reduced run recorded in
+RESULTS.md (2 seeds of General, ``--budget-s 300 --eval-train 32``) took 45 min (measured).
 """
 
 from __future__ import annotations
