@@ -48,6 +48,16 @@ def adb(
     return proc
 
 
+def reap(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` if it still runs and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def sim_state(port: int, serial: str) -> dict:
     return json.loads(adb(port, "-s", serial, "shell", "simctl state").stdout)
 
@@ -119,11 +129,7 @@ def test_interactive_shell_over_a_pipe(sim_farm):
         send(b"exit 3\n")
         assert proc.wait(timeout=10) == 3
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            pipe.close()
+        reap(proc)
 
 
 def test_exec_out_screencap_is_a_png_of_the_right_size(sim_farm):
@@ -192,11 +198,7 @@ def test_distrl_sim_serve_subprocess(tmp_path):
         assert proc.returncode == 0, err
         assert "stopped" in out
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            pipe.close()
+        reap(proc)
 
 
 def test_distrl_sim_serve_bad_config_exits_2():
