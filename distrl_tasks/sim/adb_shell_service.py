@@ -40,7 +40,7 @@ RunCommand = Callable[[str, bool], Awaitable[ShellResult]]
 
 def is_open(text: str) -> bool:
     """Whether ``text`` stops inside a construct ``sh`` keeps reading lines for."""
-    if text.rstrip().endswith("|") or text.rstrip().endswith("&&"):
+    if text.rstrip().endswith(("|", "&&")):
         return True  # `|`, `||` and `&&` need the command that follows
     try:
         parse(text)
