@@ -273,7 +273,10 @@ def run_benchmark(
             plots=plots,
             results_dir=Path(results_file).resolve().parent if results_file else plots_dir,
             settings_lines=describe_settings(
-                settings, {ts: p.steps for ts, p in sft.items()}, cfg.algorithm
+                settings,
+                {ts: p.steps for ts, p in sft.items()},
+                cfg.algorithm,
+                cfg.orchestration.eval_devices,
             ),
             machine=machine_info(),
             date=date,

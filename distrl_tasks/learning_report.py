@@ -294,13 +294,16 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def describe_settings(s: Any, sft_steps: Mapping[str, int], algorithm: Any) -> list[str]:
+def describe_settings(
+    s: Any, sft_steps: Mapping[str, int], algorithm: Any, eval_devices: int
+) -> list[str]:
     """The settings lines of the RESULTS.md section.
 
     Args:
         s: the benchmark settings (:class:`~distrl_tasks.learning_setup.LearningBenchSettings`).
         sft_steps: SFT optimizer steps of each task set's bootstrap policy.
         algorithm: the runs' ``algorithm`` config section (the same for every method).
+        eval_devices: most simulated devices an evaluation spreads its tasks over.
     """
     a = algorithm
     steps = ", ".join(f"{ts} {n}" for ts, n in sft_steps.items())
@@ -314,9 +317,10 @@ def describe_settings(s: Any, sft_steps: Mapping[str, int], algorithm: Any) -> l
         "last one registered within the budget, the SFT policy if none)",
         f"{s.devices} simulated devices, {s.episodes_per_device} episodes per device per round, "
         f"emulator-calibrated latency x {s.time_scale} during the rounds, faults off",
-        f"per-round evaluation: first {s.round_eval_tasks} test tasks; final: first "
-        f"{s.eval_test} test tasks in file order, {s.eval_train} train tasks sampled with seed "
-        "0; greedy decoding, oracle verdicts, latency off",
+        f"per-round evaluation (inside the budget, latency on): first {s.round_eval_tasks} "
+        f"test tasks; final (latency off): first {s.eval_test} test tasks in file order, "
+        f"{s.eval_train} train tasks sampled with seed 0; greedy decoding, oracle verdicts, "
+        f"up to {eval_devices} devices per evaluation (one per task)",
         f"SFT: one bootstrap policy per task set, shared by all methods and seeds (SFT steps: "
         f"{steps})",
         f"data regime `{a.mode}`"

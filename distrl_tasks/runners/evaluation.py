@@ -131,7 +131,8 @@ def evaluate_on_farm(
         goals: the task list, in the order results are returned.
         task_set: ``general`` or ``webshop`` (horizon).
         split: recorded on the episodes.
-        devices: farm size when one is started (default ``orchestration.devices_per_worker``).
+        devices: farm size when one is started, at most one per goal (default
+            ``orchestration.eval_devices``); the verdicts do not depend on it.
         adb_address: ``(host, port)`` of a running simulator farm to use instead.
         max_batch: inference batch limit (default ``orchestration.inference_max_batch``).
         progress: show a progress bar.
@@ -144,7 +145,7 @@ def evaluate_on_farm(
             f"env.device_kind {cfg.env.device_kind!r}: oracle evaluation needs simulated devices"
         )
     families = [parse_goal(g).family for g in goals]  # fail on a bad goal before any device work
-    n_devices = devices or cfg.orchestration.devices_per_worker
+    n_devices = devices or cfg.orchestration.eval_devices
     with ExitStack() as stack:
         if adb_address is not None:
             host, port = adb_address

@@ -2,8 +2,9 @@
 
 Protocol (DigiRL's README, REFERENCE §3 "Test protocol"): on the test split, the FIRST
 ``orchestration.eval_tasks`` goals of the task file in file order, duplicates included as listed;
-each runs exactly once (spread round-robin over the simulator's devices, which changes nothing
-about the verdicts: every episode starts from a reset device) and is judged by the simulator's
+each runs exactly once (spread round-robin over up to ``orchestration.eval_devices`` simulated
+devices, which changes nothing about the verdicts: every episode starts from a reset device;
+more devices only fill bigger policy batches) and is judged by the simulator's
 oracle. On the train split the papers sample tasks at random; here that is a seeded sample of
 ``n`` goals without replacement, so two checkpoints evaluated with the same seed see the same list.
 
@@ -121,7 +122,7 @@ def run(
         greedy: argmax decoding (default) or sampling seeded with ``seed``.
         seed: seeds the train-split sample and sampled decoding.
         adb_address: a running simulator farm to use instead of starting one.
-        devices: farm size when one is started.
+        devices: farm size when one is started (default ``orchestration.eval_devices``).
         progress: show a progress bar.
 
     Returns:

@@ -7,7 +7,7 @@ gain log-probability relative to the mistakes of failed ones. DigiRL and Filtere
 so their successful steps must also gain in absolute terms. DistRL's policy gradient pushes down
 every sampled action whose advantage is negative; with a critic fitted on one small round most
 advantages still are (measured: both groups lose probability), and successes losing less is the
-direction the paper intends.
+direction the paper intends (asserted on the mean over three learner seeds: one is noisy).
 
 The starting policy is the round's behaviour policy in miniature: a tiny model briefly cloned on
 *every* step of the round (good and bad alike), so it knows the action format and the data is
@@ -89,10 +89,9 @@ def test_the_round_mixes_successes_and_failures(collected) -> None:
     assert {r["label_status"] for r in rows} == {"labeled"}
 
 
-@pytest.mark.parametrize("name", ["distrl", "digirl", "filtered_bc"])
-def test_update_favours_successful_behaviour(collected, name: str, tmp_path) -> None:
-    rows, cfg, weights = collected
-    torch.manual_seed(0)  # critic init: independent of what ran earlier in the session
+def _update(rows: list[dict], cfg, weights, name: str, seed: int, tmp_path) -> tuple[float, float]:
+    """Mean log-prob gains of (successful steps, mistakes) after one round of ``name``."""
+    torch.manual_seed(seed)  # critic init: independent of what ran earlier in the session
     policy = build_policy(cfg.agent, checkpoint_dir=weights)
     on_policy = _log_probs(policy, rows)  # the actor was this policy: rho = 1 at the start
     rows = [{**r, "behavior_log_prob": float(lp)} for r, lp in zip(rows, on_policy, strict=True)]
@@ -117,14 +116,29 @@ def test_update_favours_successful_behaviour(collected, name: str, tmp_path) -> 
             }
         }
     )
-    replay = ReplayBuffer(1000, alpha=0.5, seed=0)
+    replay = ReplayBuffer(1000, alpha=0.5, seed=seed)
     replay.extend(table_from_rows(rows, DIM))
-    learner = Learner(algo_cfg, build_algorithm(algo_cfg, policy), out_dir=tmp_path, seed=0)
+    out = tmp_path / f"{name}-{seed}"
+    learner = Learner(algo_cfg, build_algorithm(algo_cfg, policy), out_dir=out, seed=seed)
     metrics = learner.train_round(replay, steps=4, critic_steps=20)
     assert all(np.isfinite(v) for v in metrics.values())
-
     gain_good = (_log_probs(policy, good) - before_good).mean()
     gain_bad = (_log_probs(policy, bad) - before_bad).mean()
-    assert gain_good > gain_bad, f"{name}: {gain_good:.3f} vs mistakes {gain_bad:.3f}"
+    return float(gain_good), float(gain_bad)
+
+
+@pytest.mark.parametrize("name", ["distrl", "digirl", "filtered_bc"])
+def test_update_favours_successful_behaviour(collected, name: str, tmp_path) -> None:
+    rows, cfg, weights = collected
     if name != "distrl":  # the cloning algorithms only ever raise what they imitate
+        gain_good, gain_bad = _update(rows, cfg, weights, name, 0, tmp_path)
+        assert gain_good > gain_bad, f"{name}: {gain_good:.3f} vs mistakes {gain_bad:.3f}"
         assert gain_good > 0, f"{name}: successful steps lost probability ({gain_good:.3f})"
+        return
+    # DistRL's 16 sampled steps move every weight by about lm_lr in Adam's first steps, which
+    # costs both groups tens of nats; the advantage's direction rides on top of that. One learner
+    # seed favoured the successes in 9 of 10 measured runs (margins -1 to +12 nats), so the
+    # direction is asserted on the mean over three seeds
+    gains = [_update(rows, cfg, weights, name, seed, tmp_path) for seed in (0, 1, 2)]
+    margin = float(np.mean([g - b for g, b in gains]))
+    assert margin > 0, f"distrl: successes vs mistakes per seed {gains}"

@@ -52,6 +52,7 @@ def test_ints_are_accepted_for_floats_but_not_the_reverse() -> None:
         ({"sim.latency.screenshot": [0.1]}, r"sim\.latency\.screenshot: expected 2 values"),
         ({"agent.image_encoder": "blip2"}, r"agent\.image_encoder_path: needed for blip2"),
         ({"sim": 3}, r"sim: expected a mapping"),
+        ({"orchestration.eval_devices": 0}, r"orchestration\.eval_devices: must be >= 1"),
     ],
 )
 def test_bad_values_name_the_key(override: dict, message: str) -> None:

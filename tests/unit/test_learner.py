@@ -191,10 +191,11 @@ def test_gradient_accumulation_equals_one_big_batch(tmp_path: Path) -> None:
     assert (one.micro_batch_size, two.micro_batch_size) == (4, 2)
     one.train_round(replay_of(), steps=2)
     two.train_round(replay_of(), steps=2)
-    # The last step's (clipped) gradients agree to float rounding; Adam divides by sqrt(v), so
+    # The last step's (clipped) gradients agree to float rounding (an absolute 2e-7 seen on AMD
+    # EPYC, where the summation order differs from Intel's); Adam divides by sqrt(v), so
     # parameters may differ by rounding amplified to a small fraction of the learning rate.
     for p, q in zip(one.params, two.params, strict=True):
-        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-7)
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
     a, b = params(one), params(two)
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=0, atol=1e-2 * 1e-2)
