@@ -4,7 +4,7 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 # The CPU build of torch, pinned: any other spec pulls GBs of CUDA packages.
 TORCH   := torch==2.13.0
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=20  # the slowest tests, printed after every run
 
 .PHONY: install install-dev system-deps demo test lint format bench clean
 
