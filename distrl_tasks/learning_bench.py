@@ -33,6 +33,10 @@ evaluation ≈ 2.5 min, so ~4 rounds per run): 18 runs x (600 s budget + ~1 min 
 4-8 min final evaluation of 192 episodes) + 2 bootstraps of ~8 min ≈ 5-6 hours. One seed on
 General only (``--seeds 1 --task-sets general``) takes ~50 min; the reduced run recorded in
 RESULTS.md (2 seeds of General, ``--budget-s 300 --eval-train 32``) took 45 min (measured).
+These figures predate ``orchestration.eval_devices`` (evaluations on up to 32 devices instead
+of 8: 96 General goals in 85-98 s instead of ~145 s, measured), which shortens every final
+evaluation and the per-round ones inside the budget; WebShop's horizon of 20 makes its
+evaluations up to twice as long as General's.
 """
 
 from __future__ import annotations
