@@ -35,13 +35,14 @@ class LearningBenchSettings:
     methods: tuple[str, ...] = ("distrl", "digirl", "filtered_bc")
     task_sets: tuple[str, ...] = ("general", "webshop")
     seeds: tuple[int, ...] = (0, 1, 2)
-    budget_s: float = 600.0  # wall clock per run, from the farm being up
+    # 300 s per run and 32 sampled train tasks keep the full preset (18 runs) near two hours
+    budget_s: float = 300.0  # wall clock per run, from the farm being up
     devices: int = 8  # simulated devices (orchestration.devices_per_worker, one worker)
     time_scale: float = 0.1  # sim.latency.time_scale (0.1: ten times faster than emulators)
     episodes_per_device: int = 2  # episodes per device per collection round
     round_eval_tasks: int = 24  # per-round evaluation: first N test tasks
     eval_test: int = 96  # final evaluation: first N test tasks in file order (papers: 96)
-    eval_train: int = 96  # final evaluation: seeded sample of N train tasks
+    eval_train: int = 32  # final evaluation: seeded sample of N train tasks
     sft_episodes_per_device: int | None = None  # bootstrap demos per device (None: config)
     sft_steps: int | None = None  # bootstrap SFT steps (None: agent.sft_steps)
     horizon: int | None = None  # step budget of every episode (None: config's 10/20, papers')
@@ -67,7 +68,7 @@ class LearningBenchSettings:
 
     @classmethod
     def full(cls) -> LearningBenchSettings:
-        """The benchmark as reported: 3 methods x 2 task sets x 3 seeds, 600 s each."""
+        """The benchmark as reported: 3 methods x 2 task sets x 3 seeds, 300 s each."""
         return cls(preset="full")
 
     @classmethod
