@@ -3,7 +3,7 @@ Filtered BC (synchronous), same SFT policy, devices and wall-clock budget; 3 see
 
 Usage::
 
-    .venv/bin/python benchmarks/learning.py              # the full preset (hours; see README)
+    .venv/bin/python benchmarks/learning.py              # the full preset (~2 h; see README)
     .venv/bin/python benchmarks/learning.py --smoke      # tiny settings: checks the machinery
     .venv/bin/python benchmarks/learning.py --budget-s 300 --seeds 1 --task-sets general
 

@@ -26,17 +26,13 @@ Finished runs are cached per run directory (named by a hash of its settings): an
 benchmark resumes; ``fresh=True`` starts over (do that after changing the code). Runs go seed by
 seed (every method at seed 0, then at seed 1, ...), so a partial benchmark compares the methods.
 
-Duration on the 2-core machine. Smoke preset (measured): ~2 min (bootstrap ~25 s, ~20 s budget
-+ ~5 s final evaluation per run). Full preset (estimated from the smoke's per-stage timings and
-benchmarks/RESULTS.md: a round of 16 episodes + 20 learner steps at ~0.23 steps/s + 24-task
-evaluation ≈ 2.5 min, so ~4 rounds per run): 18 runs x (600 s budget + ~1 min overshoot +
-4-8 min final evaluation of 192 episodes) + 2 bootstraps of ~8 min ≈ 5-6 hours. One seed on
-General only (``--seeds 1 --task-sets general``) takes ~50 min; the reduced run recorded in
-RESULTS.md (2 seeds of General, ``--budget-s 300 --eval-train 32``) took 45 min (measured).
-These figures predate ``orchestration.eval_devices`` (evaluations on up to 32 devices instead
-of 8: 96 General goals in 85-98 s instead of ~145 s, measured), which shortens every final
-evaluation and the per-round ones inside the budget; WebShop's horizon of 20 makes its
-evaluations up to twice as long as General's.
+Duration on the 2-core machine (measured; evaluations on up to 32 devices). Smoke preset: ~2
+min (bootstrap ~25 s, ~20 s budget + ~5 s final evaluation per run). Full preset (3 methods x
+2 task sets x 3 seeds, 300 s budget, 96 test + 32 train tasks): the SFT bootstraps take ~5 min
+(General) and ~6 min (WebShop); a run's rounds take 230-305 s of its 300 s budget, then its
+final evaluation 90-135 s (General; WebShop's horizon of 20 makes it 110-155 s): 6-7.5 min per
+run, ~2 h 10 min in all (2026-11-23: 101 min with three WebShop runs and its SFT cached). One
+seed of one task set takes ~25 min.
 """
 
 from __future__ import annotations
