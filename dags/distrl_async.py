@@ -24,8 +24,8 @@ from typing import Any
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 
-from distrl_tasks.airflow_params import PARAM_SPECS, newest_trajectories
-from distrl_tasks.airflow_tasks import (
+from distrl_tasks.orchestration.airflow_params import PARAM_SPECS, newest_trajectories
+from distrl_tasks.orchestration.airflow_tasks import (
     DEFAULT_ARGS,
     DEVICES,
     GPU,

@@ -18,7 +18,7 @@ modules are imported inside the tasks, nothing runs at parse time, and XCom carr
 stages' small manifests (paths, versions, metrics). The config is ``params.yaml`` of the project
 root (``$DISTRL_WORKDIR`` or this file's repository) with the run's Params applied.
 
-Queues and the shared collection tasks: :mod:`distrl_tasks.airflow_tasks`.
+Queues and the shared collection tasks: :mod:`distrl_tasks.orchestration.airflow_tasks`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Any
 
 from airflow.sdk import Param, dag, task
 
-from distrl_tasks.airflow_params import PARAM_SPECS
-from distrl_tasks.airflow_tasks import (
+from distrl_tasks.orchestration.airflow_params import PARAM_SPECS
+from distrl_tasks.orchestration.airflow_tasks import (
     DEFAULT_ARGS,
     DEVICES,
     GPU,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from distrl_tasks.sim.farm import RunningFarm, running_farm
+from distrl_tasks.sim.serving import RunningFarm, running_farm
 
 
 @pytest.fixture

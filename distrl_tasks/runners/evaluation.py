@@ -150,7 +150,7 @@ def evaluate_on_farm(
         if adb_address is not None:
             host, port = adb_address
         else:
-            from distrl_tasks.sim.farm import running_farm
+            from distrl_tasks.sim.serving import running_farm
 
             farm = stack.enter_context(
                 running_farm(min(n_devices, len(goals)), seed=cfg.sim.seed, sim_cfg=cfg.sim)

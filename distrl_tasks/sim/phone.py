@@ -9,7 +9,7 @@ show and what their buttons do.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from distrl_tasks.sim.app import App, Page, Screen
 from distrl_tasks.sim.render import PNG_CACHE
@@ -33,14 +33,26 @@ from distrl_tasks.sim.ui import (
     to_uiautomator_xml,
 )
 
-if TYPE_CHECKING:
-    from distrl_tasks.tasks.base import Task
-
 KEYCODE_HOME = 3
 KEYCODE_BACK = 4
 KEYCODE_ENTER = 66
 KEY_NAMES = {"KEYCODE_HOME": 3, "KEYCODE_BACK": 4, "KEYCODE_ENTER": 66, "HOME": 3, "BACK": 4}
 TAP_SLOP = 24  # a swipe shorter than this (logical px) is a tap, as Android's touch slop
+
+
+class EpisodeTask(Protocol):
+    """What the phone needs of a task: the simulator defines it, ``tasks.base.Task`` implements it.
+
+    ``setup`` applies the task's preconditions to a freshly reset phone; ``check`` is the pure
+    success predicate over a state snapshot.
+    """
+
+    goal: str
+    family: str
+
+    def setup(self, phone: Phone) -> None: ...
+
+    def check(self, state: SimState) -> bool: ...
 
 
 class Phone:
@@ -55,7 +67,7 @@ class Phone:
         self.rng = random.Random(seed)
         self.apps: dict[str, App] = {}
         self._app_classes = APP_CLASSES
-        self.task: Task | None = None
+        self.task: EpisodeTask | None = None
         self.version = 0  # bumped on every mutation; keys the composed-screen cache
         self._composed: tuple[int, Node, str] | None = None
         self.reset()
@@ -302,7 +314,7 @@ class Phone:
             crashed=self.crashed,
         )
 
-    def set_task(self, task: Task) -> None:
+    def set_task(self, task: EpisodeTask) -> None:
         """Start an episode: reset, apply the task's preconditions, remember the start state."""
         self.reset()
         task.setup(self)

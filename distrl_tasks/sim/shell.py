@@ -6,9 +6,10 @@ newlines, ``#`` comments, redirections (``>``, ``>>``, ``<``, ``2>``, ``2>>``, `
 and expansion of ``$?``, ``$$``, ``$NAME`` and ``${NAME}``. Command substitution is *not*
 performed: ``$(...)`` and backticks stay literal text, so hostile strings cannot run anything.
 
-Builtins live here (``echo``, ``cat``, ``ls``, ``rm``, ``mkdir``, ``grep``, ...); the Android
-tools (``input``, ``screencap``, ``dumpsys``, ``simctl``, ...) live in
-:mod:`distrl_tasks.sim.shell_android`. :meth:`DeviceShell.run` returns a :class:`ShellResult`
+The programs it runs are given to it: builtins (``echo``, ``cat``, ``ls``, ``grep``, ...) live in
+:mod:`distrl_tasks.sim.shell_builtins`, the Android tools (``input``, ``screencap``, ``dumpsys``,
+``simctl``, ...) in :mod:`distrl_tasks.sim.shell_android`; both import this module, never the
+other way round. :meth:`DeviceShell.run` returns a :class:`ShellResult`
 that unpacks as ``(stdout, stderr, exit_code)``; ``events`` lists the latency categories the
 line touched (read by :mod:`distrl_tasks.sim.realism`).
 """
@@ -17,11 +18,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from distrl_tasks.sim.shell_builtins import BUILTINS, CRASH_SAFE, ShellExit
 from distrl_tasks.sim.vfs import FsError, VirtualFS
 
 if TYPE_CHECKING:
@@ -30,6 +30,18 @@ if TYPE_CHECKING:
 SH = "/system/bin/sh"
 CmdResult = tuple[bytes, bytes, int]
 Command = Callable[["DeviceShell", list[str], bytes], CmdResult]
+
+
+# what still answers on a device whose system has crashed (simulated), so it can be reset
+CRASH_SAFE = frozenset({"echo", "true", "false", ":", "exit", "sleep", "simctl"})
+
+
+class ShellExit(Exception):
+    """Raised by ``exit``: stops the rest of the command line with ``code``."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 class ShellSyntaxError(ValueError):
@@ -259,6 +271,8 @@ class DeviceShell:
 
     Args:
         phone: the device model.
+        commands: the programs on the device by name (the farm passes the POSIX builtins and the
+            Android tools, :data:`distrl_tasks.sim.farm.SHELL_COMMANDS`).
         fs: its filesystem (created empty with Android's usual directories when omitted).
         screenshot: returns the PNG a ``screencap`` shows; defaults to ``phone.screenshot_png``
             (the realism layer substitutes blank frames through this hook).
@@ -267,11 +281,10 @@ class DeviceShell:
     def __init__(
         self,
         phone: Phone,
+        commands: Mapping[str, Command],
         fs: VirtualFS | None = None,
         screenshot: Callable[[], bytes] | None = None,
     ) -> None:
-        from distrl_tasks.sim.shell_android import ANDROID_COMMANDS
-
         self.phone = phone
         self.fs = fs if fs is not None else VirtualFS()
         self.screenshot = screenshot or phone.screenshot_png
@@ -286,7 +299,7 @@ class DeviceShell:
         self.last_status = 0
         self.events: list[str] = []  # latency categories touched by the current line
         self.sleep_s = 0.0  # seconds of `sleep` the current line asked for
-        self.commands: dict[str, Command] = {**BUILTINS, **ANDROID_COMMANDS}
+        self.commands: dict[str, Command] = dict(commands)
 
     def _lookup(self, name: str) -> str:
         if name == "?":

@@ -23,12 +23,12 @@ from distrl_tasks.sim.android_packages import (
     package_for_label,  # noqa: F401
 )
 from distrl_tasks.sim.apps import LAUNCHER
+from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell
 from distrl_tasks.sim.ui import SCREEN_H, SCREEN_W
 from distrl_tasks.sim.vfs import FsError
 
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone
-    from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell
 
 DENSITY = 420
 KEYCODES = {

@@ -6,20 +6,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell, ShellExit
 from distrl_tasks.sim.vfs import FsError
-
-if TYPE_CHECKING:
-    from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell
-
-
-class ShellExit(Exception):
-    """Raised by ``exit``: stops the rest of the command line with ``code``."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 def _echo(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
@@ -175,5 +164,3 @@ BUILTINS: dict[str, Command] = {
     "id": _const("uid=2000(shell) gid=2000(shell) groups=2000(shell) context=u:r:shell:s0\n"),
     "whoami": _const("shell\n"),
 }
-# What still works on a crashed device: the shell itself and the simulator control command.
-CRASH_SAFE = frozenset({"echo", "true", "false", ":", "exit", "sleep", "simctl"})

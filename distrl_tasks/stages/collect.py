@@ -16,7 +16,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks import modes
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config
@@ -24,6 +23,7 @@ from distrl_tasks.data.shards import write_shard
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.orchestration import modes
 from distrl_tasks.runners.collector import CollectResult, collect_async, collect_sync
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
@@ -120,7 +120,8 @@ def run(
         mode: ``"async"`` (DistRL) or ``"sync"`` (DigiRL); default from
             ``orchestration.asynchronous``.
         episodes_per_device: default ``orchestration.episodes_per_device``, or in round 0 (the
-            offline phase, :mod:`distrl_tasks.modes`) ``orchestration.offline_episodes_per_device``.
+            offline phase, :mod:`distrl_tasks.orchestration.modes`)
+            ``orchestration.offline_episodes_per_device``.
         split: ``train`` or ``test`` goals.
         adb_address: ``(host, port)`` of an ADB server to use instead of starting a sim farm.
         worker: worker index (shard names; farm seed offset; which devices it drives).
@@ -163,7 +164,7 @@ def run(
         if adb_address is not None:
             host, port = adb_address
         elif kind == "sim":
-            from distrl_tasks.sim.farm import running_farm
+            from distrl_tasks.sim.serving import running_farm
 
             farm = stack.enter_context(
                 running_farm(

@@ -5,7 +5,8 @@ carries over from round to round, so critics keep learning and a resumed round m
 update an uninterrupted one would. The very first round starts from the ``behavior`` policy in
 the registry (the SFT bootstrap). The round's policy is exported as a plain safetensors
 checkpoint in ``runs/checkpoints/r<round>`` for evaluation and registration. Round 0 is the
-offline phase (:mod:`distrl_tasks.modes`): more critic-only steps first, then the actor.
+offline phase (:mod:`distrl_tasks.orchestration.modes`): more critic-only steps first, then the
+actor.
 
 Multi-process training (``accelerate launch -m distrl_tasks.cli train --round N``, CPU gloo or
 several GPUs) runs this same function in every process; the main process alone exports the
@@ -20,8 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks import modes
 from distrl_tasks.config import Config
+from distrl_tasks.orchestration import modes
 from distrl_tasks.stages import common
 
 

@@ -20,15 +20,12 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
-from distrl_tasks.tracking.params import MAX_TAG_LENGTH
-
-if TYPE_CHECKING:
-    from distrl_tasks.tracking.runs import Tracker
+from distrl_tasks.tracking.params import MAX_TAG_LENGTH, SecretFilter
 
 METRIC_NAMESPACES = ("losses", "rollout", "eval", "train", "data", "perf")
 KIND_TAG = "distrl.kind"  # "round" or "stage"
@@ -54,6 +51,26 @@ def check_metric_name(name: str) -> str:
     return name
 
 
+class RunOwner(Protocol):
+    """What a run needs from whoever created it (:class:`~distrl_tasks.tracking.runs.Tracker`).
+
+    Declared here so that this module never imports ``runs``: the tracker depends on run
+    handles, not the other way round.
+    """
+
+    client: MlflowClient
+    filter: SecretFilter
+
+    def start_run(
+        self,
+        name: str,
+        *,
+        tags: Mapping[str, Any] | None = None,
+        parent: RunHandle | None = None,
+        round: int | None = None,
+    ) -> RunHandle: ...
+
+
 @dataclass
 class RunHandle:
     """One MLflow run and the logging helpers the stages use.
@@ -64,7 +81,7 @@ class RunHandle:
         round: the round the run belongs to, when known.
     """
 
-    tracker: Tracker
+    tracker: RunOwner
     run_id: str
     round: int | None = None
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from distrl_tasks.airflow_params import (
+from distrl_tasks.config import ConfigError, load_config
+from distrl_tasks.orchestration.airflow_params import (
     PARAM_KEYS,
     PARAM_SPECS,
     config_overrides,
@@ -15,7 +16,6 @@ from distrl_tasks.airflow_params import (
     resolve_round,
     workdir,
 )
-from distrl_tasks.config import ConfigError, load_config
 
 DEFAULTS = {name: spec["default"] for name, spec in PARAM_SPECS.items()}
 
@@ -159,8 +159,8 @@ def test_newest_trajectories_picks_the_highest_round() -> None:
 
 
 def test_gemini_key_comes_from_an_airflow_connection_only_when_needed(monkeypatch) -> None:
-    from distrl_tasks.airflow_params import gemini_api_key
     from distrl_tasks.config import load_config
+    from distrl_tasks.orchestration.airflow_params import gemini_api_key
 
     gemini = load_config(None, {"evaluator.kind": "gemini"})
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)

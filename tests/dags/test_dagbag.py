@@ -12,7 +12,7 @@ from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk import Asset
 from airflow.sdk.definitions.param import ParamValidationError
 
-from distrl_tasks.airflow_params import PARAM_SPECS
+from distrl_tasks.orchestration.airflow_params import PARAM_SPECS
 
 from .conftest import AIRFLOW_ENV, DAGS_FOLDER, REPO_ROOT
 

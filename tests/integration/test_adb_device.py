@@ -16,7 +16,7 @@ from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, input_text_comman
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.envs.device import Device, DeviceError
 from distrl_tasks.runners.policies import ScriptedPolicy
-from distrl_tasks.sim.farm import running_farm
+from distrl_tasks.sim.serving import running_farm
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,7 @@ from distrl_tasks.runners.collector import collect_async, collect_sync
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy, random_vocabulary
 from distrl_tasks.runners.trajectory import TRUNCATED
-from distrl_tasks.sim.farm import running_farm
+from distrl_tasks.sim.serving import running_farm
 from distrl_tasks.stages import collect
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from distrl_tasks.cli import main
+from distrl_tasks.cli.main import main
 from distrl_tasks.config import config_from_dict, load_config
 from distrl_tasks.stages import common
 from distrl_tasks.stages.dvc_metrics import dvc_hash, labeled_data_version, write_metrics

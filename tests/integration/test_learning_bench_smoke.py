@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from distrl_tasks import learning_report as rep
-from distrl_tasks.learning_bench import (
+from distrl_tasks.bench import report as rep
+from distrl_tasks.bench.learning import (
     EXPERIMENT,
     LearningBenchSettings,
     report_finished,

@@ -18,7 +18,7 @@ import torch
 from fakes.gemini_server import FakeGemini, Reply, failure, success
 from nbclient import NotebookClient
 
-from distrl_tasks import analysis as A
+from distrl_tasks.analysis import episodes as A
 from distrl_tasks.config import Config, load_config
 from distrl_tasks.data.schema import feature_dim_of, table_from_rows
 from distrl_tasks.data.shards import read_verified, verify_shards, write_shard

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from distrl_tasks import analysis as A
-from distrl_tasks.analysis_queries import typed_queries
+from distrl_tasks.analysis import episodes as A
+from distrl_tasks.analysis.queries import typed_queries
 from distrl_tasks.config import load_config
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.data.trajectories import discounted_returns

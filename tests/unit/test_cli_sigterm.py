@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from distrl_tasks import cli
+from distrl_tasks.cli import main as cli
 
 
 def test_sigterm_raises_system_exit_and_runs_finally_blocks() -> None:

@@ -9,9 +9,9 @@ import math
 import pytest
 from PIL import Image
 
-from distrl_tasks import learning_report as rep
-from distrl_tasks.learning_report import RoundPoint, RunRecord
-from distrl_tasks.learning_setup import LearningBenchSettings, run_config, sft_key
+from distrl_tasks.bench import report as rep
+from distrl_tasks.bench.report import RoundPoint, RunRecord
+from distrl_tasks.bench.setup import LearningBenchSettings, run_config, sft_key
 
 
 def record(method: str, seed: int, test: float, train: float = 0.0, **kw) -> RunRecord:
@@ -203,8 +203,8 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
 
 
 def test_cli_flags_become_settings() -> None:
-    from distrl_tasks.cli import build_parser
-    from distrl_tasks.cli_bench import settings_from_args
+    from distrl_tasks.cli.bench import settings_from_args
+    from distrl_tasks.cli.main import build_parser
 
     argv = "bench learning --smoke --seeds 2 --methods distrl,digirl --budget-s 45"
     args = build_parser().parse_args(

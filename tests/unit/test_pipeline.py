@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from distrl_tasks import pipeline
 from distrl_tasks.config import Config
-from distrl_tasks.pipeline import RoundResult, budget_allows, run_rounds
+from distrl_tasks.orchestration import pipeline
+from distrl_tasks.orchestration.pipeline import RoundResult, budget_allows, run_rounds
 
 
 class FakeClock:

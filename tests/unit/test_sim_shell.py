@@ -14,6 +14,7 @@ from PIL import Image
 
 from distrl_tasks.sim.adb_shell_service import CommandLines, is_open
 from distrl_tasks.sim.apps.launcher import SEARCH_ID
+from distrl_tasks.sim.farm import SHELL_COMMANDS
 from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.shell import DeviceShell, ShellSyntaxError, parse, tokenize
 from distrl_tasks.sim.state import SimState
@@ -23,7 +24,7 @@ from distrl_tasks.tasks.base import Family, Task
 
 @pytest.fixture
 def sh() -> DeviceShell:
-    return DeviceShell(Phone("emulator-5554", seed=0))
+    return DeviceShell(Phone("emulator-5554", seed=0), SHELL_COMMANDS)
 
 
 def run(sh: DeviceShell, line: str) -> tuple[str, str, int]:

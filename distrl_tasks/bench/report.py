@@ -1,10 +1,10 @@
 """The learning benchmark's numbers: aggregation, the Table 1, curves, plots, RESULTS.md section.
 
 Everything here is pure (records in, text or PNG files out), so it is unit-tested on hand-built
-records; :mod:`distrl_tasks.learning_bench` produces the records. The records themselves
+records; :mod:`distrl_tasks.bench.learning` produces the records. The records themselves
 (:class:`RunRecord`, :class:`RoundPoint`) and the step functions that read them at a wall time
 (:func:`step_at`, :func:`trajectories_at`, :func:`success_at`, :func:`curve`, ...) live in
-:mod:`distrl_tasks.learning_records` and are re-exported here.
+:mod:`distrl_tasks.bench.records` and are re-exported here.
 
 Conventions:
 
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 # Moved to learning_records; imported back so `from learning_report import X` keeps working.
-from distrl_tasks.learning_records import (
+from distrl_tasks.bench.records import (
     RoundPoint,  # noqa: F401
     RunRecord,
     cumulative,  # noqa: F401
@@ -300,7 +300,7 @@ def describe_settings(
     """The settings lines of the RESULTS.md section.
 
     Args:
-        s: the benchmark settings (:class:`~distrl_tasks.learning_setup.LearningBenchSettings`).
+        s: the benchmark settings (:class:`~distrl_tasks.bench.setup.LearningBenchSettings`).
         sft_steps: SFT optimizer steps of each task set's bootstrap policy.
         algorithm: the runs' ``algorithm`` config section (the same for every method).
         eval_devices: most simulated devices an evaluation spreads its tasks over.

@@ -7,7 +7,7 @@ computed by tested code. Inputs are a pipeline working directory (see
 
 Plot helpers draw on a matplotlib ``Axes`` passed in and return it, so they work headless
 (``Agg``) and can be checked in tests. Choosing example episodes and laying out their screenshots
-live in :mod:`distrl_tasks.analysis_screenshots` and are re-exported here.
+live in :mod:`distrl_tasks.analysis.screenshots` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from distrl_tasks.analysis_screenshots import (
+from distrl_tasks.analysis.screenshots import (
     episode_frames,  # noqa: F401
     pick_episodes,  # noqa: F401
     screenshot_strip,  # noqa: F401

@@ -1,46 +1,17 @@
-"""The ``distrl`` command line.
-
-Each command group is added to the parser by one ``_add_<group>`` function and dispatches to a
-``_cmd_<name>`` function; add a new subcommand (``demo``, ``collect``, ...) the same way in
-:func:`build_parser`. Configuration errors print one line and exit with status 2.
-"""
+"""``distrl sim serve`` and ``distrl sim expert``: the simulated device farm from the shell."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import os
 import signal
-import sys
-from collections.abc import Sequence
-from pathlib import Path
 
+from distrl_tasks.cli.common import add_config_flags, config_path
 from distrl_tasks.config import Config, ConfigError, load_config
 
-EXIT_USAGE = 2
 
-
-DEFAULT_CONFIG = "params.yaml"
-
-
-def add_config_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--config",
-        help=f"YAML config to load (default: ./{DEFAULT_CONFIG} if present, else built-ins)",
-    )
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        metavar="KEY=VALUE",
-        default=[],
-        help="override one config key, e.g. --set sim.render_scale=0.5 (repeatable)",
-    )
-
-
-# ----- distrl sim ------------------------------------------------------------------------------
-def _add_sim(sub: argparse._SubParsersAction) -> None:
+def add_sim_commands(sub: argparse._SubParsersAction) -> None:
     sim = sub.add_parser("sim", help="the simulated Android device farm")
     simsub = sim.add_subparsers(dest="sim_command", required=True, metavar="{serve,expert}")
 
@@ -70,13 +41,6 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     expert.add_argument("--mistake-rate", type=float, default=0.0, help="per-step error rate")
     expert.add_argument("--seed", type=int, default=0, help="seed of the expert's mistakes")
     expert.set_defaults(func=_cmd_sim_expert)
-
-
-def config_path(args: argparse.Namespace) -> str | None:
-    """--config if given; else ./params.yaml when the command runs in a project checkout."""
-    if args.config:
-        return args.config
-    return DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None
 
 
 def _sim_config(args: argparse.Namespace) -> tuple[Config, int]:
@@ -171,102 +135,3 @@ def _cmd_sim_expert(args: argparse.Namespace) -> int:
     )
     print(json.dumps(result), flush=True)
     return 0
-
-
-# ----- distrl demo -----------------------------------------------------------------------------
-def _add_demo(sub: argparse._SubParsersAction) -> None:
-    demo = sub.add_parser("demo", help="the main job on the embedded default (simulator + RL)")
-    demo.add_argument(
-        "--rounds",
-        type=int,
-        help="online RL rounds (default 3); off2on runs the offline round 0 first",
-    )
-    demo.add_argument("--workdir", default="runs/demo", help="the demo's own project directory")
-    demo.add_argument(
-        "--tasks-per-split", type=int, default=8, help="expert showcase goals per AitW split"
-    )
-    demo.add_argument("--devices", type=int, help="devices of the farm (default 8)")
-    demo.add_argument(
-        "--showcase-only", action="store_true", help="only the farm + expert part (seconds)"
-    )
-    add_config_flags(demo)
-    demo.set_defaults(func=_cmd_demo)
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from distrl_tasks.demo import DEMO_OVERRIDES, run_demo, run_expert_showcase
-
-    overrides: list[str] = [f"{k}={json.dumps(v)}" for k, v in DEMO_OVERRIDES.items()]
-    if args.devices is not None:
-        overrides += [
-            f"sim.devices={args.devices}",
-            f"orchestration.devices_per_worker={args.devices}",
-        ]
-    overrides += list(args.overrides or [])
-    if args.tasks_per_split < 1:
-        raise ConfigError(f"--tasks-per-split: must be >= 1, got {args.tasks_per_split}")
-    if args.rounds is not None and args.rounds < 1:
-        raise ConfigError(f"--rounds: must be >= 1, got {args.rounds}")
-    cfg = load_config(config_path(args), overrides)
-    if args.showcase_only:
-        return run_expert_showcase(
-            cfg, tasks_per_split=args.tasks_per_split, mistake_rate=cfg.sim.expert_mistake_rate
-        )
-    return run_demo(
-        cfg, workdir=args.workdir, tasks_per_split=args.tasks_per_split, rounds=args.rounds
-    )
-
-
-# ----- entry point -----------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="distrl", description="Distributed RL for Android device-control agents."
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_sim(sub)
-    _add_demo(sub)
-    from distrl_tasks.cli_bench import add_bench_commands
-    from distrl_tasks.cli_pipeline import add_pipeline_commands
-
-    add_pipeline_commands(sub, add_config_flags)
-    add_bench_commands(sub)
-    # more command groups (demo, collect, train, ...) are added here: _add_<group>(sub)
-    return parser
-
-
-def _exit_on_sigterm() -> None:
-    """Turn SIGTERM (``kill``, Airflow, CI timeouts) into ``SystemExit(143)`` in the main thread.
-
-    Python's default SIGTERM action ends the process without unwinding, so ``finally`` blocks
-    never run and a simulator farm started by ``distrl round``/``demo``/``bench`` (its own
-    session, by design) would outlive the command.
-    """
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``distrl`` command; returns the process exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    _exit_on_sigterm()
-    try:
-        return int(args.func(args))
-    except ConfigError as exc:
-        print(f"distrl: config error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:
-        # a newcomer gets one clear line; developers opt into the traceback
-        if os.environ.get("DISTRL_DEBUG"):
-            raise
-        print(f"distrl: error: {exc}", file=sys.stderr)
-        print("(set DISTRL_DEBUG=1 to see the traceback)", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,15 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks import modes
+from distrl_tasks.cli.common import add_config_flags, config_path
 from distrl_tasks.config import Config, ConfigError, load_config
+from distrl_tasks.orchestration import modes
 
 STAGES = ("bootstrap", "collect", "label", "version", "train", "evaluate", "register")
 
 
-def add_pipeline_commands(
-    sub: argparse._SubParsersAction, add_config_flags: Callable[[argparse.ArgumentParser], None]
-) -> None:
+def add_pipeline_commands(sub: argparse._SubParsersAction) -> None:
     """Register the stage commands, `round` and `registry` on the top-level parser."""
     for name in STAGES:
         p = sub.add_parser(name, help=f"run the {name} stage (prints its manifest as JSON)")
@@ -91,7 +90,7 @@ def add_pipeline_commands(
 
 
 def _config(args: argparse.Namespace) -> Config:
-    path = args.config or ("params.yaml" if Path("params.yaml").is_file() else None)
+    path = config_path(args)
     return load_config(path, list(args.overrides or []))
 
 
@@ -218,7 +217,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_round(args: argparse.Namespace) -> int:
-    from distrl_tasks.pipeline import format_rounds, run_rounds
+    from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
 
     cfg = _config(args)
     if args.first_round is not None:

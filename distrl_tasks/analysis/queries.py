@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distrl_tasks.analysis import _require, episodes
+from distrl_tasks.analysis.episodes import _require, episodes
 from distrl_tasks.tasks.base import GoalParseError
 from distrl_tasks.tasks.expert_skills import same_text
 from distrl_tasks.tasks.parse import parse_goal

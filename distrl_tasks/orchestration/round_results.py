@@ -3,9 +3,9 @@
 A :class:`RoundResult` holds the manifests of a round's stages (collect, label, version, train,
 evaluate, register), the collections an asynchronous learner round merged into it, and its
 timings; :meth:`RoundResult.row` and :func:`format_rounds` turn results into the per-round
-figures. It lives apart from :mod:`distrl_tasks.pipeline`, which runs the rounds (synchronously
-or with an actor thread) and re-exports both names, because reading and reporting a finished
-round needs none of that control flow.
+figures. It lives apart from :mod:`distrl_tasks.orchestration.pipeline`, which runs the rounds
+(synchronously or with an actor thread) and re-exports both names, because reading and reporting a
+finished round needs none of that control flow.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from distrl_tasks.typed_yaml import ConfigError
+from distrl_tasks.config.typed_yaml import ConfigError
 
 
 def _check(ok: bool, key: str, msg: str) -> None:

@@ -1,11 +1,11 @@
 """A learning-benchmark run's record and what it says at a given wall time.
 
 :class:`RunRecord` (with its :class:`RoundPoint` rounds) is what
-:mod:`distrl_tasks.learning_bench` writes for each (method, task set, seed) run, and the
+:mod:`distrl_tasks.bench.learning` writes for each (method, task set, seed) run, and the
 functions here read it as step functions of wall time since the run's rounds started: the success
 of the newest policy evaluated by then (the SFT policy's before the first round), and the
 trajectories of every collection finished by then. They are kept apart from
-:mod:`distrl_tasks.learning_report`, which aggregates records into tables, plots, targets and the
+:mod:`distrl_tasks.bench.report`, which aggregates records into tables, plots, targets and the
 RESULTS.md section, because they are the data model and its time axis, with no reporting in them.
 """
 

@@ -135,7 +135,7 @@ def run_expert_showcase(cfg: Config, *, tasks_per_split: int, mistake_rate: floa
 
     Returns a process exit code: 0 when every split ran, 1 if any episode hit an error.
     """
-    from distrl_tasks.sim.farm import running_farm
+    from distrl_tasks.sim.serving import running_farm
     from distrl_tasks.tasks.taskset import load_goals
 
     plan = [
@@ -215,7 +215,7 @@ def run_demo(
     showcase: bool = True,
 ) -> int:
     """`distrl demo`: the simulator showcase, SFT bootstrap, then rounds of RL, with tables."""
-    from distrl_tasks.pipeline import format_rounds, run_rounds
+    from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
     from distrl_tasks.stages import bootstrap
 
     started = time.perf_counter()

@@ -12,7 +12,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from distrl_tasks.cli import add_config_flags, config_path
+from distrl_tasks.cli.common import add_config_flags, config_path
 from distrl_tasks.config import ConfigError, parse_override
 
 
@@ -55,7 +55,7 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace):
     """The preset (full, or smoke with --smoke) with the flags given applied."""
-    from distrl_tasks.learning_setup import LearningBenchSettings
+    from distrl_tasks.bench.setup import LearningBenchSettings
 
     base = LearningBenchSettings.smoke() if args.smoke else LearningBenchSettings.full()
     changes: dict = {}
@@ -89,7 +89,7 @@ def settings_from_args(args: argparse.Namespace):
 
 def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     """Run the benchmark the parsed flags describe; prints progress and the table."""
-    from distrl_tasks.learning_bench import report_finished, run_benchmark
+    from distrl_tasks.bench.learning import report_finished, run_benchmark
 
     settings = settings_from_args(args)
     if args.finished_only:

@@ -21,7 +21,8 @@ from typing import Any
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import get_current_context, setup, task, teardown
 
-from distrl_tasks.airflow_params import (
+from distrl_tasks.config import Config
+from distrl_tasks.orchestration.airflow_params import (
     gemini_api_key,
     load_run_config,
     next_round_conf,
@@ -29,7 +30,6 @@ from distrl_tasks.airflow_params import (
     resolve_round,
     workdir,
 )
-from distrl_tasks.config import Config
 
 DEVICES = "devices"  # queue of the machines attached to devices, and the device-capacity pool
 GPU = "gpu"  # queue of the training machines

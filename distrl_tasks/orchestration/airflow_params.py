@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks import modes
 from distrl_tasks.config import Config, ConfigError, load_config, parse_override
+from distrl_tasks.orchestration import modes
 
 WORKDIR_ENV = "DISTRL_WORKDIR"
 

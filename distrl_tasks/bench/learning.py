@@ -3,12 +3,12 @@
 Per task set (AitW General, WebShop): the SFT bootstrap runs once (the same policy for every
 method and seed; its evaluation is the table's SFT row). Per method and seed, a fresh project
 whose MLflow registry holds that checkpoint as version 1 (``behavior``, ``champion``) runs
-:func:`~distrl_tasks.pipeline.run_rounds` for the same wall-clock budget, counted from its farm
-being up: DistRL = ``distrl`` with asynchronous rounds; DigiRL = ``digirl`` and Filtered BC =
-``filtered_bc`` with synchronous rounds. Each round is evaluated on the first
-``round_eval_tasks`` test tasks (the curves). The policy evaluated at the end is the last one
-registered within the budget (SFT's if none): the first ``eval_test`` test tasks in file order
-and ``eval_train`` train tasks sampled with seed 0; greedy, oracle verdicts.
+:func:`~distrl_tasks.orchestration.pipeline.run_rounds` for the same wall-clock budget, counted from
+its farm being up: DistRL = ``distrl`` with asynchronous rounds; DigiRL = ``digirl`` and Filtered BC
+= ``filtered_bc`` with synchronous rounds. Each round is evaluated on the first ``round_eval_tasks``
+test tasks (the curves). The policy evaluated at the end is the last one registered within the
+budget (SFT's if none): the first ``eval_test`` test tasks in file order and ``eval_train`` train
+tasks sampled with seed 0; greedy, oracle verdicts.
 
 Fairness: every method gets the same budget, devices, latency model, episodes per round, SFT
 policy, evaluation, data regime and the config's hyperparameters, untuned. With an offline phase
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.learning_report import (
+from distrl_tasks.bench.report import (
     METHOD_LABELS,
     RoundPoint,
     RunRecord,
@@ -62,7 +62,7 @@ from distrl_tasks.learning_report import (
     results_table,
     run_details_table,
 )
-from distrl_tasks.learning_setup import (
+from distrl_tasks.bench.setup import (
     LearningBenchSettings,
     SFTPolicy,
     bootstrap_sft,
@@ -128,7 +128,7 @@ def run_one(
 ) -> RunRecord:
     """One (method, task set, seed) run within the budget, then its final evaluation; reused
     from ``bench_record.json`` when the same settings ran to the end before."""
-    from distrl_tasks.pipeline import RoundResult, run_rounds
+    from distrl_tasks.orchestration.pipeline import RoundResult, run_rounds
     from distrl_tasks.stages import evaluate
 
     cfg = run_config(settings, task_set, method=method, seed=seed)

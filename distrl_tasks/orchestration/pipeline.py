@@ -3,8 +3,8 @@
 Each round is collect → label → version → train → evaluate → register, every step one call of a
 stage (the same functions Airflow tasks and `dvc repro` call), so a round started here lands in
 the same MLflow registry and DVC remote as one started anywhere else. With an offline phase
-(``algorithm.mode`` off2on or offline, :mod:`distrl_tasks.modes`) round 0 runs first, always
-synchronously: the bootstrap policy's offline dataset, then critics and actor trained on it.
+(``algorithm.mode`` off2on or offline, :mod:`distrl_tasks.orchestration.modes`) round 0 runs first,
+always synchronously: the bootstrap policy's offline dataset, then critics and actor trained on it.
 
 Synchronous mode (DigiRL) runs the steps in sequence: the devices idle while the learner works.
 Asynchronous mode (DistRL) decouples them: an actor thread collects rounds back to back with
@@ -27,7 +27,7 @@ collection that finishes after the learner stopped is reported through ``on_coll
 trained on.
 
 What a round produced (:class:`RoundResult`) and the per-round table (:func:`format_rounds`) live
-in :mod:`distrl_tasks.round_results` and are re-exported here.
+in :mod:`distrl_tasks.orchestration.round_results` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from distrl_tasks.config import Config
-from distrl_tasks.round_results import (
+from distrl_tasks.orchestration.round_results import (
     RoundResult,
     format_rounds,  # noqa: F401
 )
@@ -125,10 +125,10 @@ def run_rounds(
 ) -> list[RoundResult]:
     """Bootstrap if needed, then the offline phase if the mode has one, then the online rounds.
 
-    ``algorithm.mode`` (:mod:`distrl_tasks.modes`): ``off2on`` runs round 0 (the offline phase,
-    always synchronous) and then ``rounds`` online rounds; ``online`` only the online rounds;
-    ``offline`` only round 0. Rounds already finished (their stage manifests exist) are returned
-    without redoing work.
+    ``algorithm.mode`` (:mod:`distrl_tasks.orchestration.modes`): ``off2on`` runs round 0 (the
+    offline phase, always synchronous) and then ``rounds`` online rounds; ``online`` only the online
+    rounds; ``offline`` only round 0. Rounds already finished (their stage manifests exist) are
+    returned without redoing work.
 
     Args:
         cfg: the configuration (``orchestration.asynchronous`` picks the online mode).
@@ -149,7 +149,7 @@ def run_rounds(
     Raises:
         ValueError: ``rounds`` < 1, a budget <= 0, or a first round the mode does not have.
     """
-    from distrl_tasks import modes
+    from distrl_tasks.orchestration import modes
     from distrl_tasks.stages import bootstrap, farm
 
     n = rounds if rounds is not None else cfg.orchestration.rounds

@@ -2,7 +2,7 @@
 
 Every stage receives a :class:`Config` explicitly; nothing else reads YAML. Sections are frozen
 dataclasses, one per concern; they and their value checks live in
-:mod:`distrl_tasks.config_sections` and are re-exported here. Loading validates strictly: an
+:mod:`distrl_tasks.config.sections` (the package re-exports both). Loading validates strictly: an
 unknown key, a value of the wrong type or an impossible value raises :class:`ConfigError` naming
 the dotted key.
 """
@@ -17,37 +17,22 @@ from typing import Any
 
 import yaml
 
-from distrl_tasks.config_sections import (
+from distrl_tasks.config.sections import (
     AgentConfig,
     AlgorithmConfig,
     DataConfig,
     EnvConfig,
     EvaluatorConfig,
-    FaultConfig,
-    LatencyConfig,
     OrchestrationConfig,
     SimConfig,
     TrackingConfig,
 )
-from distrl_tasks.typed_yaml import ConfigError, apply_override, build_dataclass, parse_override
-
-__all__ = [
-    "AgentConfig",
-    "AlgorithmConfig",
-    "Config",
-    "ConfigError",
-    "DataConfig",
-    "EnvConfig",
-    "EvaluatorConfig",
-    "FaultConfig",
-    "LatencyConfig",
-    "OrchestrationConfig",
-    "SimConfig",
-    "TrackingConfig",
-    "config_from_dict",
-    "load_config",
-    "parse_override",
-]
+from distrl_tasks.config.typed_yaml import (
+    ConfigError,
+    apply_override,
+    build_dataclass,
+    parse_override,
+)
 
 TASK_SETS = ("general", "webshop")
 

@@ -4,7 +4,7 @@
 :func:`episode_frames` reads every screenshot of one from the shards (the final one included) and
 :func:`screenshot_strip` lays frames side by side in one image. These look at single episodes
 rather than aggregate over all of them, and they are the only image handling of the analysis, so
-they live apart from :mod:`distrl_tasks.analysis` (which re-exports them for the notebook).
+they live apart from :mod:`distrl_tasks.analysis.episodes` (which re-exports them for the notebook).
 """
 
 from __future__ import annotations

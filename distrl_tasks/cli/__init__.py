@@ -1,0 +1,1 @@
+"""The ``distrl`` command: :func:`distrl_tasks.cli.main.main`, one module per command group."""

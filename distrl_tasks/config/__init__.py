@@ -1,0 +1,42 @@
+"""The typed configuration: ``load_config(path) -> Config``, the only code that reads YAML.
+
+- :mod:`~distrl_tasks.config.loader`: the :class:`Config` root, loading and ``--set`` overrides.
+- :mod:`~distrl_tasks.config.sections`: one frozen dataclass per section, with its value checks.
+- :mod:`~distrl_tasks.config.typed_yaml`: building dataclasses from YAML against their annotations.
+
+Everything a stage needs is importable from here: ``from distrl_tasks.config import Config``.
+"""
+
+from distrl_tasks.config.loader import TASK_SETS, Config, config_from_dict, load_config
+from distrl_tasks.config.sections import (
+    AgentConfig,
+    AlgorithmConfig,
+    DataConfig,
+    EnvConfig,
+    EvaluatorConfig,
+    FaultConfig,
+    LatencyConfig,
+    OrchestrationConfig,
+    SimConfig,
+    TrackingConfig,
+)
+from distrl_tasks.config.typed_yaml import ConfigError, parse_override
+
+__all__ = [
+    "TASK_SETS",
+    "AgentConfig",
+    "AlgorithmConfig",
+    "Config",
+    "ConfigError",
+    "DataConfig",
+    "EnvConfig",
+    "EvaluatorConfig",
+    "FaultConfig",
+    "LatencyConfig",
+    "OrchestrationConfig",
+    "SimConfig",
+    "TrackingConfig",
+    "config_from_dict",
+    "load_config",
+    "parse_override",
+]
