@@ -33,12 +33,15 @@ import torch
 from distrl_tasks.agents.actions import format_action, tap
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
-from distrl_tasks.agents.grammar import ActionGrammar
+from distrl_tasks.agents.fast_sampling import decode_fast
+from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.config import AgentConfig
 
 logger = logging.getLogger(__name__)
+
+DECODERS = ("fast", "reference")
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ class AutoUIPolicy:
         max_new_tokens: decoding budget per action.
         max_prompt_tokens: prompts are left-truncated to this many tokens (eos included).
         grammar: decode (and score) only well-formed AutoUI actions; None = free text.
+        decoder: ``fast`` (default: :mod:`.fast_sampling`) or ``reference`` (the original
+            per-token loop, kept for the equivalence tests and benchmarks/inference.py); both
+            draw from the same distribution and score the same way.
     """
 
     def __init__(
@@ -101,7 +107,10 @@ class AutoUIPolicy:
         max_new_tokens: int = 128,
         max_prompt_tokens: int = 512,
         grammar: ActionGrammar | None = None,
+        decoder: str = "fast",
     ) -> None:
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         if max_new_tokens < 1 or max_prompt_tokens < 2:
@@ -113,6 +122,7 @@ class AutoUIPolicy:
         self.max_prompt_tokens = int(max_prompt_tokens)
         self._allowed_cpu = tokenizer.output_mask(model.vocab_size)
         self.grammar = grammar
+        self.decoder = decoder
 
     @property
     def device(self) -> torch.device:
@@ -262,11 +272,49 @@ class AutoUIPolicy:
         """Decode one action per observation (sampled, or argmax when ``greedy``).
 
         ``generator`` (optional, for reproducible sampling) must live on the policy's device.
+        The ids come from :attr:`decoder`'s loop; either way the behaviour log-probs are the
+        teacher-forced scores of the returned texts (the module docstring).
         """
         t = self._temperature(temperature)
         ids, mask, feats = self._encoder_inputs(observations)
-        batch = ids.shape[0]
         states = self.model.encode(ids, mask, feats)
+        if self.decoder == "fast" and self.model.shared.weight.dtype == torch.float32:
+            sampled = decode_fast(
+                self.model,
+                states,
+                mask,
+                ids,
+                allowed=self._allowed(),
+                grammar=self._grammar(),
+                budget=self.max_new_tokens,
+                temperature=t,
+                greedy=greedy,
+                eos_id=self.tokenizer.eos_id,
+                generator=generator,
+            )
+        else:
+            sampled = self._decode_reference(ids, states, mask, t, greedy, generator)
+        texts = [self.tokenizer.decode(row) for row in sampled]
+        targets, canonical = [], []
+        for row, text in zip(sampled, texts, strict=True):
+            canon = self._action_ids(text)
+            canonical.append(canon == row)
+            targets.append(canon)
+        scores = self._score_ids(ids, states, mask, targets, t)
+        return Sample(texts, sampled, scores.log_prob, canonical)
+
+    def _decode_reference(
+        self,
+        ids: torch.Tensor,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        t: float,
+        greedy: bool,
+        generator: torch.Generator | None,
+    ) -> list[list[int]]:
+        """The original loop (``decoder="reference"``): one Hugging Face decoder call and one
+        Python grammar step per token. Kept as the equivalence and benchmark baseline."""
+        batch = ids.shape[0]
         eos, pad = self.tokenizer.eos_id, self.tokenizer.pad_id
         current = torch.full((batch, 1), self.model.decoder_start_id, device=self.device)
         finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
@@ -290,20 +338,12 @@ class AutoUIPolicy:
             steps.append(nxt)
             finished |= nxt == eos
             if grammar is not None:  # finished rows stay put (their state is never read again)
-                state = torch.where(finished, state, grammar.step(state, nxt))
+                state = torch.where(finished, state, grammar.step_sparse(state, nxt))
             if bool(finished.all()):
                 break
             current = nxt.unsqueeze(-1)
         table = torch.stack(steps, dim=1).tolist()
-        sampled = [_until_eos(row, eos) for row in table]
-        texts = [self.tokenizer.decode(row) for row in sampled]
-        targets, canonical = [], []
-        for row, text in zip(sampled, texts, strict=True):
-            canon = self._action_ids(text)
-            canonical.append(canon == row)
-            targets.append(canon)
-        scores = self._score_ids(ids, states, mask, targets, t)
-        return Sample(texts, sampled, scores.log_prob, canonical)
+        return [_until_eos(row, eos) for row in table]
 
     def act(
         self,
@@ -343,12 +383,15 @@ def build_policy(
     device: str | torch.device = "cpu",
     seed: int = 0,
     checkpoint_dir: str | Path | None = None,
+    decoder: str = "fast",
 ) -> AutoUIPolicy:
     """The policy the configuration describes.
 
     ``model: tiny`` without a checkpoint is a freshly initialised embedded model (seeded) with the
     byte tokenizer; with ``checkpoint_dir`` (argument or ``agent.checkpoint_dir``) the weights and
     tokenizer are loaded from it. ``model: autoui-base`` always needs a checkpoint directory.
+    ``decoder`` picks the sampling loop (:class:`AutoUIPolicy`); the grammar is built once per
+    vocabulary and process (:func:`grammar_for`).
 
     Raises:
         ValueError: a missing checkpoint directory for autoui-base, or a checkpoint whose image
@@ -386,5 +429,6 @@ def build_policy(
         temperature=cfg.temperature,
         max_new_tokens=cfg.max_new_tokens,
         max_prompt_tokens=cfg.max_prompt_tokens,
-        grammar=ActionGrammar(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
+        grammar=grammar_for(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
+        decoder=decoder,
     )

@@ -1,0 +1,167 @@
+"""The default decoding loop of :meth:`AutoUIPolicy.sample`: lean decoder, jump-forward, no
+per-token Python.
+
+It draws from exactly the distribution the reference loop (one Hugging Face decoder call per
+token, :meth:`AutoUIPolicy._decode_reference`) draws from; what changes is the cost:
+
+- each call runs :class:`~distrl_tasks.agents.fast_decoder.DecoderRun` (static key/value cache,
+  encoder-side work once per batch) instead of the Hugging Face stack;
+- jump-forward: where the grammar allows exactly one id (``ActionGrammar.jump_tokens``), that id
+  is appended without a decoder call (its constrained log-prob is exactly 0, greedy and sampled
+  alike), and the whole forced span is fed to the decoder with the next sampled id in one call;
+- grammar transitions are one table gather per step (``ActionGrammar.step``) and the outputs
+  live in one ``[B, budget]`` tensor; the only host synchronisations per call are the batch's
+  longest pending span and whether every row is done.
+
+The span is forced by the grammar the policy already decodes under (the token automaton of
+every tokenization of the action language), so no id sequence that the reference loop could
+produce is ruled out and greedy outputs are the reference's. A SentencePiece vocabulary spells
+the fixed format in several ways, so its grammar forces almost nothing: there the lean decoder
+is the whole gain (benchmarks/RESULTS.md, "Fast policy inference"). Random draws: one
+``torch.multinomial`` per decoder call over the whole batch, as the reference does per token, so
+the same generator gives the same samples whenever no span is forced.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from distrl_tasks.agents.autoui import AutoUIModel
+from distrl_tasks.agents.fast_decoder import DecoderRun
+from distrl_tasks.agents.grammar import ActionGrammar
+
+
+def decode_fast(
+    model: AutoUIModel,
+    encoder_states: torch.Tensor,
+    attention_mask: torch.Tensor,
+    source_ids: torch.Tensor,
+    *,
+    allowed: torch.Tensor,
+    grammar: ActionGrammar | None,
+    budget: int,
+    temperature: float,
+    greedy: bool,
+    eos_id: int,
+    generator: torch.Generator | None = None,
+) -> list[list[int]]:
+    """Sampled (or argmax) ids of one action per row, eos included when produced.
+
+    Args:
+        model: the network (float32).
+        encoder_states: ``[B, L, d_model]`` from :meth:`AutoUIModel.encode`.
+        attention_mask: ``[B, L]`` prompt mask.
+        source_ids: ``[B, L]`` prompt ids.
+        allowed: ``[V]`` bool, the generable ids (used without a grammar).
+        grammar: the action automaton, or None for free text.
+        budget: most ids per action (``max_new_tokens``).
+        temperature: logits are divided by it before the masked softmax.
+        greedy: argmax instead of sampling.
+        eos_id: the end-of-sequence id.
+        generator: random source for sampling (on the model's device).
+
+    Returns:
+        ``B`` id lists of at most ``budget`` ids each.
+    """
+    with torch.inference_mode():
+        return _decode(
+            model,
+            encoder_states,
+            attention_mask,
+            source_ids,
+            allowed,
+            grammar,
+            budget,
+            temperature,
+            greedy,
+            eos_id,
+            generator,
+        )
+
+
+def _decode(
+    model: AutoUIModel,
+    states: torch.Tensor,
+    mask: torch.Tensor,
+    source_ids: torch.Tensor,
+    allowed: torch.Tensor,
+    grammar: ActionGrammar | None,
+    budget: int,
+    temperature: float,
+    greedy: bool,
+    eos: int,
+    generator: torch.Generator | None,
+) -> list[list[int]]:
+    device = states.device
+    batch = states.shape[0]
+    run = DecoderRun(model, states, mask, source_ids, budget)
+    rows = torch.arange(batch, device=device)
+    # inputs[:, 0] is the decoder start id, inputs[:, 1 + i] the i-th output id
+    inputs = torch.full((batch, budget + 1), model.decoder_start_id, device=device)
+    out_len = torch.zeros(batch, dtype=torch.long, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    state = torch.zeros(batch, dtype=torch.long, device=device)
+    if grammar is not None:
+        state.fill_(grammar.initial)
+    spare = torch.full_like(out_len, budget)  # finished rows point at the spare cache slot
+    while not bool(finished.all()):
+        live = ~finished
+        if grammar is None:
+            n_draft = torch.zeros_like(out_len)
+            draft = torch.zeros((batch, 0), dtype=torch.long, device=device)
+            walk = state[:, None]
+        else:  # room for the draft and one chosen id within the budget
+            n_draft = torch.minimum(grammar.draft_len[state], budget - out_len - 1)
+            n_draft = torch.where(live, n_draft, torch.zeros_like(n_draft))
+            width = int(n_draft.max())
+            draft = grammar.draft_tokens[state, :width]
+            walk = grammar.draft_states[state, : width + 1]  # state before each checked id
+        width = draft.shape[1]
+        # feed the last output id (or the start id) and the draft: position out_len onwards
+        tokens = torch.cat([inputs[rows, out_len][:, None], draft], dim=1)
+        positions = torch.where(live, out_len, spare)
+        lengths = torch.where(live, n_draft + 1, torch.zeros_like(n_draft))
+        logits = run.step(tokens, positions, lengths)  # [B, width + 1, V]
+        keep = allowed if grammar is None else grammar.allowed[walk]
+        logp = torch.log_softmax(
+            (logits.float() / temperature).masked_fill(~keep, float("-inf")), dim=-1
+        )
+        offsets = torch.arange(width, device=device)
+        if width:
+            if greedy:
+                accept = logp[:, :width].argmax(-1) == draft
+            else:  # keep draft id d with probability p(d)
+                p_draft = logp[:, :width].gather(-1, draft[..., None]).squeeze(-1).exp()
+                u = torch.rand((batch, width), generator=generator, device=device)
+                accept = u < p_draft
+            accept &= offsets[None, :] < n_draft[:, None]
+            n_ok = torch.cumprod(accept.long(), dim=1).sum(1)  # accepted prefix length
+        else:
+            n_ok = torch.zeros_like(out_len)
+        # the id after the accepted prefix: drawn from p there, minus the rejected draft id
+        at = logp[rows, n_ok]  # [B, V]
+        rejected = n_ok < n_draft
+        if width:
+            bad = draft.gather(1, n_ok.clamp(max=width - 1)[:, None]).squeeze(1)
+            at = torch.where(
+                rejected[:, None] & (torch.arange(at.shape[1], device=device) == bad[:, None]),
+                torch.full_like(at, float("-inf")),
+                at,
+            )
+        if greedy:
+            nxt = at.argmax(-1)
+        else:  # finished rows draw from a uniform row (their masks may be empty)
+            probs = torch.where(finished[:, None], torch.ones_like(at), at.exp())
+            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        if width:
+            write = offsets[None, :] < n_ok[:, None]
+            cols = 1 + out_len[:, None] + offsets[None, :]
+            inputs[rows[:, None].expand_as(draft)[write], cols[write]] = draft[write]
+        inputs[rows[live], (1 + out_len + n_ok)[live]] = nxt[live]
+        if grammar is not None:
+            before = walk.gather(1, n_ok[:, None]).squeeze(1)
+            state = torch.where(live, grammar.step(before, nxt), state)
+        out_len = torch.where(live, out_len + n_ok + 1, out_len)
+        finished = finished | (live & (nxt == eos)) | (out_len >= budget)
+    ids = inputs[:, 1:].tolist()
+    return [row[:n] for row, n in zip(ids, out_len.tolist(), strict=True)]
