@@ -11,8 +11,9 @@ the output head and the copy head, same weights, float32) with plain tensor ops 
 - the relative-position bias of every (query, key) position pair, with the causal mask folded
   in as ``-inf``, computed once per batch and gathered per call;
 - ragged multi-token calls: row ``b`` feeds ``lengths[b]`` tokens starting at its own position
-  ``positions[b]`` (padding entries are written to a spare cache slot no query ever sees), so a
-  grammar's draft of the forced format is checked in one call instead of one per token.
+  ``positions[b]``, so a grammar's draft of the forced format is checked in one call instead of
+  one per token; the position-wise layers (projections, feed-forward, output head) run on the
+  real tokens only, packed ``[N, d]``, and attention on a ``[B, K]`` padded view.
 
 Results equal :meth:`AutoUIModel.decode` up to float rounding (the equivalence tests in
 tests/unit/test_fast_decoder.py check logits and greedy outputs against it).
@@ -124,7 +125,7 @@ class DecoderRun:
             )
             for layer in self.layers
         ]
-        # one spare slot at the end takes the writes of padding entries
+        # one slot more than any real position: padding queries read (never write) there
         self.cache_len = int(max_len) + 1
         shape = (batch, self.n_heads, self.cache_len, self.d_kv)
         self.cache = [
@@ -141,7 +142,6 @@ class DecoderRun:
         bias = sa.relative_attention_bias.weight[buckets].permute(2, 0, 1)  # [H, Q, K]
         causal = pos[None, :] > pos[:, None]
         self.bias = bias.masked_fill(causal, float("-inf")).contiguous()
-        self.rows = torch.arange(batch, device=device)
         if model.copy:
             self.copy_query = model.copy_query.weight
             self.copy_w = model.copy_gate.weight
@@ -161,29 +161,32 @@ class DecoderRun:
         offsets = torch.arange(width, device=tokens.device)
         query_pos = positions[:, None] + offsets[None, :]  # [B, K]
         real = offsets[None, :] < lengths[:, None]
-        write_pos = torch.where(real, query_pos, torch.full_like(query_pos, self.cache_len - 1))
+        # position-wise layers run on the real entries only, packed: [N, d]
+        pb, pk = real.nonzero(as_tuple=True)
+        ppos = query_pos[pb, pk]
         read_pos = query_pos.clamp(max=self.cache_len - 1)
-        span = int(torch.where(real, read_pos, 0).max()) + 1  # later keys are masked anyway
+        span = int(ppos.max()) + 1 if len(ppos) else 1  # later keys are masked anyway
         bias = self.bias[:, read_pos, :span].permute(1, 0, 2, 3)  # [B, H, K, span]
-        rows = self.rows[:, None].expand(batch, width)
-        x = self.embed[tokens]  # [B, K, d]
+        x = self.embed[tokens[pb, pk]]
         inner = self.n_heads * self.d_kv
         heads = (batch, width, self.n_heads, self.d_kv)
+        padded = torch.zeros(heads, device=x.device)
         for layer, (k_cache, v_cache), (k_x, v_x) in zip(
             self.layers, self.cache, self.cross_kv, strict=True
         ):
             h = _rms(x, layer.ln_self, layer.eps)
             q, k, v = F.linear(h, layer.qkv).split(inner, dim=-1)
-            k_cache[rows, :, write_pos] = k.reshape(heads)
-            v_cache[rows, :, write_pos] = v.reshape(heads)
-            q = q.reshape(heads).transpose(1, 2)
-            att = torch.softmax(q @ k_cache[:, :, :span].transpose(-1, -2) + bias, dim=-1)
-            out = (att @ v_cache[:, :, :span]).transpose(1, 2).reshape(batch, width, inner)
+            k_cache[pb, :, ppos] = k.view(-1, self.n_heads, self.d_kv)
+            v_cache[pb, :, ppos] = v.view(-1, self.n_heads, self.d_kv)
+            att = padded.index_put((pb, pk), q.view(-1, self.n_heads, self.d_kv)).transpose(1, 2)
+            att = torch.softmax(att @ k_cache[:, :, :span].transpose(-1, -2) + bias, dim=-1)
+            out = (att @ v_cache[:, :, :span]).transpose(1, 2)[pb, pk].reshape(-1, inner)
             x = x + F.linear(out, layer.o_self)
             h = _rms(x, layer.ln_cross, layer.eps)
-            q = F.linear(h, layer.q_cross).reshape(heads).transpose(1, 2)
-            att = torch.softmax(q @ k_x.transpose(-1, -2) + self.cross_bias, dim=-1)
-            out = (att @ v_x).transpose(1, 2).reshape(batch, width, inner)
+            q = F.linear(h, layer.q_cross).view(-1, self.n_heads, self.d_kv)
+            att = padded.index_put((pb, pk), q).transpose(1, 2)
+            att = torch.softmax(att @ k_x.transpose(-1, -2) + self.cross_bias, dim=-1)
+            out = (att @ v_x).transpose(1, 2)[pb, pk].reshape(-1, inner)
             x = x + F.linear(out, layer.o_cross)
             h = _rms(x, layer.ln_ff, layer.eps)
             if layer.gated:
@@ -196,17 +199,24 @@ class DecoderRun:
         model = self.model
         scaled = hidden * (model.config.d_model**-0.5) if model.tied else hidden
         logits = F.linear(scaled, model.lm_head.weight)
-        if not model.copy:
-            return logits
-        return self._copy_mix(hidden, logits)
+        if model.copy:
+            logits = self._copy_mix(hidden, logits, pb, pk)
+        out = torch.zeros((batch, width, logits.shape[-1]), device=x.device)
+        return out.index_put_((pb, pk), logits)
 
-    def _copy_mix(self, hidden: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-        """``log p`` ``[B, K, V]`` of the pointer-generator mixture (see :mod:`.autoui`)."""
-        scores = (hidden @ self.copy_query.T) @ self.copy_keys  # [B, K, L]
-        attention = torch.softmax(scores.masked_fill(self.copy_mask, float("-inf")), dim=-1)
-        context = attention @ self.states  # [B, K, d]
+    def _copy_mix(
+        self, hidden: torch.Tensor, logits: torch.Tensor, pb: torch.Tensor, pk: torch.Tensor
+    ) -> torch.Tensor:
+        """``log p`` ``[N, V]`` of the pointer-generator mixture (see :mod:`.autoui`) for the
+        packed entries at ``(pb, pk)`` of a ``[B, K]`` call."""
+        batch, width = self.batch, int(pk.max()) + 1
+        query = hidden @ self.copy_query.T
+        padded = torch.zeros((batch, width, query.shape[-1]), device=query.device)
+        scores = (padded.index_put((pb, pk), query) @ self.copy_keys)[pb, pk]  # [N, L]
+        attention = torch.softmax(scores.masked_fill(self.copy_mask[pb, 0], float("-inf")), -1)
+        padded = torch.zeros((batch, width, attention.shape[-1]), device=query.device)
+        context = (padded.index_put((pb, pk), attention) @ self.states)[pb, pk]  # [N, d]
         gate = torch.sigmoid(torch.cat([hidden, context], dim=-1) @ self.copy_w.T + self.copy_b)
-        index = self.source_ids[:, None, :].expand(-1, hidden.shape[1], -1)
-        copied = torch.zeros_like(logits).scatter_add_(-1, index, attention)
+        copied = torch.zeros_like(logits).scatter_add_(-1, self.source_ids[pb], attention)
         mixed = (1.0 - gate) * torch.softmax(logits, dim=-1) + gate * copied
         return torch.log(mixed.clamp_min(1e-30))

@@ -44,8 +44,11 @@ def decode_fast(
     greedy: bool,
     eos_id: int,
     generator: torch.Generator | None = None,
-) -> list[list[int]]:
-    """Sampled (or argmax) ids of one action per row, eos included when produced.
+) -> tuple[list[list[int]], torch.Tensor]:
+    """Sampled (or argmax) ids of one action per row, eos included when produced, and their
+    ``[B]`` log-probs under the masked, temperature-scaled distribution the ids were drawn
+    from (the sum over the ids of what teacher forcing them would give, see
+    :mod:`.policy`).
 
     Args:
         model: the network (float32).
@@ -61,7 +64,7 @@ def decode_fast(
         generator: random source for sampling (on the model's device).
 
     Returns:
-        ``B`` id lists of at most ``budget`` ids each.
+        ``B`` id lists of at most ``budget`` ids each, and their ``[B]`` log-probs.
     """
     with torch.inference_mode():
         return _decode(
@@ -91,7 +94,7 @@ def _decode(
     greedy: bool,
     eos: int,
     generator: torch.Generator | None,
-) -> list[list[int]]:
+) -> tuple[list[list[int]], torch.Tensor]:
     device = states.device
     batch = states.shape[0]
     run = DecoderRun(model, states, mask, source_ids, budget)
@@ -100,6 +103,7 @@ def _decode(
     inputs = torch.full((batch, budget + 1), model.decoder_start_id, device=device)
     out_len = torch.zeros(batch, dtype=torch.long, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    log_prob = torch.zeros(batch, dtype=torch.float32, device=device)
     state = torch.zeros(batch, dtype=torch.long, device=device)
     if grammar is not None:
         state.fill_(grammar.initial)
@@ -136,6 +140,9 @@ def _decode(
                 accept = u < p_draft
             accept &= offsets[None, :] < n_draft[:, None]
             n_ok = torch.cumprod(accept.long(), dim=1).sum(1)  # accepted prefix length
+            kept = offsets[None, :] < n_ok[:, None]
+            picked = logp[:, :width].gather(-1, draft[..., None]).squeeze(-1)
+            log_prob += torch.where(kept, picked, torch.zeros_like(picked)).sum(1)
         else:
             n_ok = torch.zeros_like(out_len)
         # the id after the accepted prefix: drawn from p there, minus the rejected draft id
@@ -153,6 +160,7 @@ def _decode(
         else:  # finished rows draw from a uniform row (their masks may be empty)
             probs = torch.where(finished[:, None], torch.ones_like(at), at.exp())
             nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        log_prob += torch.where(live, logp[rows, n_ok, nxt], torch.zeros_like(log_prob))
         if width:
             write = offsets[None, :] < n_ok[:, None]
             cols = 1 + out_len[:, None] + offsets[None, :]
@@ -164,4 +172,4 @@ def _decode(
         out_len = torch.where(live, out_len + n_ok + 1, out_len)
         finished = finished | (live & (nxt == eos)) | (out_len >= budget)
     ids = inputs[:, 1:].tolist()
-    return [row[:n] for row, n in zip(ids, out_len.tolist(), strict=True)]
+    return [row[:n] for row, n in zip(ids, out_len.tolist(), strict=True)], log_prob

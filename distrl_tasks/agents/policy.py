@@ -278,8 +278,9 @@ class AutoUIPolicy:
         t = self._temperature(temperature)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
-        if self.decoder == "fast" and self.model.shared.weight.dtype == torch.float32:
-            sampled = decode_fast(
+        fast = self.decoder == "fast" and self.model.shared.weight.dtype == torch.float32
+        if fast:
+            sampled, loop_log_probs = decode_fast(
                 self.model,
                 states,
                 mask,
@@ -300,8 +301,20 @@ class AutoUIPolicy:
             canon = self._action_ids(text)
             canonical.append(canon == row)
             targets.append(canon)
-        scores = self._score_ids(ids, states, mask, targets, t)
-        return Sample(texts, sampled, scores.log_prob, canonical)
+        if not fast:
+            scores = self._score_ids(ids, states, mask, targets, t)
+            return Sample(texts, sampled, scores.log_prob, canonical)
+        # canonical rows: the loop's log-prob is the teacher-forced one (same ids, same masks);
+        # the others are scored on their canonical ids, as the learner will score them
+        log_probs = loop_log_probs.clone()
+        redo = [i for i, ok in enumerate(canonical) if not ok]
+        if redo:
+            pick = torch.tensor(redo, device=self.device)
+            scores = self._score_ids(
+                ids[pick], states[pick], mask[pick], [targets[i] for i in redo], t
+            )
+            log_probs[pick] = scores.log_prob
+        return Sample(texts, sampled, log_probs, canonical)
 
     def _decode_reference(
         self,
