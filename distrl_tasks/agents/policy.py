@@ -11,12 +11,25 @@ restriction is per position: only the tokens that keep the text a well-formed Au
 prefix of one) are allowed, in sampling and in scoring alike, so forced format tokens have
 log-probability 0 and no entropy.
 
-``act`` samples token by token with a key/value cache, then scores the sampled ids with one
-teacher-forced pass through the same code as ``log_prob``, so the behaviour log-prob the actor
-stores and the one the learner recomputes from the action text agree to float rounding. With the
-byte tokenizer the sampled ids are always the canonical encoding of the returned text. A
-SentencePiece sample can be a non-canonical segmentation; such a row is scored on the canonical
-ids of its text (what the learner will see) and flagged in :class:`Sample.canonical`.
+Two decoding loops draw from the same distribution (``decoder`` argument):
+
+- ``fast`` (default): :mod:`.fast_sampling`, a lean incremental decoder that checks the
+  grammar's draft of the fixed format in one call (speculative decoding with an exact accept /
+  residual rule, so greedy outputs are the reference's and samples follow the same law). It
+  sums the log-probs of the ids it emits as it goes: for a row whose ids are the tokenizer's own
+  encoding of its text (``canonical``), that sum *is* the teacher-forced log-prob of the text
+  (same ids, same per-position masks), computed by another kernel, so it equals what
+  ``log_prob`` recomputes to float32 rounding (1e-5 for actions under the grammar; relative
+  1e-6 for long free text, tests/unit/test_fast_decoder.py). The drafts are canonical
+  spellings, so a trained policy's samples are canonical almost always.
+- ``reference``: the original loop, one Hugging Face decoder call per token, then one
+  teacher-forced pass through the same code as ``log_prob``.
+
+With the byte tokenizer the sampled ids are always the canonical encoding of the returned text.
+A SentencePiece sample can be a non-canonical segmentation; such a row is scored (both loops) on
+the canonical ids of its text with the teacher-forced pass (what the learner will see) and
+flagged in :class:`Sample.canonical`. The drafts change no probability, only which spellings
+cost one decoder call: scoring is unchanged.
 """
 
 from __future__ import annotations
