@@ -49,6 +49,7 @@ from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.fast_sampling import decode_fast
 from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
+from distrl_tasks.agents.reference_sampling import decode_reference
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.config import AgentConfig
 
@@ -307,7 +308,20 @@ class AutoUIPolicy:
                 generator=generator,
             )
         else:
-            sampled = self._decode_reference(ids, states, mask, t, greedy, generator)
+            sampled = decode_reference(
+                self.model,
+                ids,
+                states,
+                mask,
+                allowed=self._allowed(),
+                grammar=self._grammar(),
+                budget=self.max_new_tokens,
+                temperature=t,
+                greedy=greedy,
+                eos_id=self.tokenizer.eos_id,
+                pad_id=self.tokenizer.pad_id,
+                generator=generator,
+            )
         texts = [self.tokenizer.decode(row) for row in sampled]
         targets, canonical = [], []
         for row, text in zip(sampled, texts, strict=True):
@@ -328,48 +342,6 @@ class AutoUIPolicy:
             )
             log_probs[pick] = scores.log_prob
         return Sample(texts, sampled, log_probs, canonical)
-
-    def _decode_reference(
-        self,
-        ids: torch.Tensor,
-        states: torch.Tensor,
-        mask: torch.Tensor,
-        t: float,
-        greedy: bool,
-        generator: torch.Generator | None,
-    ) -> list[list[int]]:
-        """The original loop (``decoder="reference"``): one Hugging Face decoder call and one
-        Python grammar step per token. Kept as the equivalence and benchmark baseline."""
-        batch = ids.shape[0]
-        eos, pad = self.tokenizer.eos_id, self.tokenizer.pad_id
-        current = torch.full((batch, 1), self.model.decoder_start_id, device=self.device)
-        finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
-        steps: list[torch.Tensor] = []
-        cache = None
-        grammar = self._grammar()
-        state = None
-        if grammar is not None:
-            state = torch.full((batch,), grammar.initial, dtype=torch.long, device=self.device)
-        for _ in range(self.max_new_tokens):
-            logits, cache = self.model.decode(
-                current, states, mask, cache, use_cache=True, source_ids=ids
-            )
-            allowed = None if grammar is None else grammar.allowed[state]
-            logp = self._log_softmax(logits[:, -1], t, allowed)
-            if greedy:
-                nxt = logp.argmax(-1)
-            else:
-                nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
-            nxt = torch.where(finished, torch.full_like(nxt, pad), nxt)
-            steps.append(nxt)
-            finished |= nxt == eos
-            if grammar is not None:  # finished rows stay put (their state is never read again)
-                state = torch.where(finished, state, grammar.step_sparse(state, nxt))
-            if bool(finished.all()):
-                break
-            current = nxt.unsqueeze(-1)
-        table = torch.stack(steps, dim=1).tolist()
-        return [_until_eos(row, eos) for row in table]
 
     def act(
         self,
@@ -397,10 +369,6 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torc
         ids[i, : len(row)] = torch.as_tensor(list(row), dtype=torch.long)
         mask[i, : len(row)] = 1
     return ids, mask
-
-
-def _until_eos(row: list[int], eos: int) -> list[int]:
-    return row[: row.index(eos) + 1] if eos in row else row
 
 
 def build_policy(
