@@ -118,10 +118,11 @@ class DecoderRun:
             ~self.mask[:, None, None, :], neg
         )
         heads = (batch, length, self.n_heads, self.d_kv)
+        # keys stored transposed ([B, H, d_kv, L]) so each call's matmul reads them in place
         self.cross_kv = [
             (
-                F.linear(self.states, layer.k_cross).view(heads).transpose(1, 2),
-                F.linear(self.states, layer.v_cross).view(heads).transpose(1, 2),
+                F.linear(self.states, layer.k_cross).view(heads).permute(0, 2, 3, 1).contiguous(),
+                F.linear(self.states, layer.v_cross).view(heads).transpose(1, 2).contiguous(),
             )
             for layer in self.layers
         ]
@@ -185,7 +186,7 @@ class DecoderRun:
             h = _rms(x, layer.ln_cross, layer.eps)
             q = F.linear(h, layer.q_cross).view(-1, self.n_heads, self.d_kv)
             att = padded.index_put((pb, pk), q).transpose(1, 2)
-            att = torch.softmax(att @ k_x.transpose(-1, -2) + self.cross_bias, dim=-1)
+            att = torch.softmax(att @ k_x + self.cross_bias, dim=-1)
             out = (att @ v_x).transpose(1, 2)[pb, pk].reshape(-1, inner)
             x = x + F.linear(out, layer.o_cross)
             h = _rms(x, layer.ln_ff, layer.eps)
