@@ -1,25 +1,30 @@
-"""The default decoding loop of :meth:`AutoUIPolicy.sample`: lean decoder, jump-forward, no
-per-token Python.
+"""The default decoding loop of :meth:`AutoUIPolicy.sample`: a lean decoder, grammar drafts
+checked speculatively, no per-token Python.
 
-It draws from exactly the distribution the reference loop (one Hugging Face decoder call per
-token, :meth:`AutoUIPolicy._decode_reference`) draws from; what changes is the cost:
+It draws from exactly the distribution the reference loop
+(:func:`~distrl_tasks.agents.reference_sampling.decode_reference`, one Hugging Face decoder call
+per token) draws from; what changes is the cost:
 
 - each call runs :class:`~distrl_tasks.agents.fast_decoder.DecoderRun` (static key/value cache,
   encoder-side work once per batch) instead of the Hugging Face stack;
-- jump-forward: where the grammar allows exactly one id (``ActionGrammar.jump_tokens``), that id
-  is appended without a decoder call (its constrained log-prob is exactly 0, greedy and sampled
-  alike), and the whole forced span is fed to the decoder with the next sampled id in one call;
-- grammar transitions are one table gather per step (``ActionGrammar.step``) and the outputs
-  live in one ``[B, budget]`` tensor; the only host synchronisations per call are the batch's
-  longest pending span and whether every row is done.
+- drafts: from each grammar state the action format fixes some text (``", "touch_point": "[``
+  after an action type); ``ActionGrammar.draft_tokens`` holds it in the tokenizer's own
+  spelling. A call feeds each row's last id *and* its draft, so the logits at every draft
+  position come out of one call. The draft is then checked as speculative decoding checks a
+  draft model's: greedy keeps the prefix that equals the argmax; sampling keeps draft id ``d``
+  with probability ``p(d)`` and otherwise draws from ``p`` with ``d`` removed (renormalised),
+  which gives every id exactly its probability ``p``. One more id is drawn after the kept
+  prefix. Greedy outputs are therefore the reference's, and samples have its law (not its
+  random stream);
+- grammar transitions are one table gather (``ActionGrammar.step``), masks one gather of the
+  per-state table, outputs one ``[B, budget]`` tensor; the host synchronises twice per call
+  (the longest draft, whether every row is done);
+- the log-probs of the emitted ids (under the masked, temperature-scaled distribution, the
+  unmodified ``p``) are summed as they are drawn.
 
-The span is forced by the grammar the policy already decodes under (the token automaton of
-every tokenization of the action language), so no id sequence that the reference loop could
-produce is ruled out and greedy outputs are the reference's. A SentencePiece vocabulary spells
-the fixed format in several ways, so its grammar forces almost nothing: there the lean decoder
-is the whole gain (benchmarks/RESULTS.md, "Fast policy inference"). Random draws: one
-``torch.multinomial`` per decoder call over the whole batch, as the reference does per token, so
-the same generator gives the same samples whenever no span is forced.
+With the byte tokenizer each draft id is the only one its state allows (``p = 1``, always kept:
+plain jump-forward). A SentencePiece vocabulary spells the format in several ways, so its
+grammar forces almost no single id, and the draft is what makes a call cover a field name.
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ of 1 to :data:`MAX_PLAN_STEPS` action types, then the decision whose fields foll
 text of 1 to :data:`MAX_TYPED_CHARS` characters; the other types: no points, no text). Any
 accepted string therefore parses to a valid action. The regex is compiled against the
 tokenizer's vocabulary by ``outlines-core`` into a token-level automaton, kept here as a
-dense mask of allowed ids per state (one lookup per decoding step) and sparse transitions.
+dense mask of allowed ids per state (one lookup per decoding step), sparse transitions, a dense
+transition table over the ids the automaton uses (one gather per step for the fast decoder) and
+per-state drafts of the text the format fixes (:meth:`ActionGrammar._build_drafts`). Building
+it takes a second or more, so :func:`grammar_for` keeps one per vocabulary and process.
 """
 
 from __future__ import annotations
