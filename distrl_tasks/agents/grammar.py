@@ -14,11 +14,16 @@ of 1 to :data:`MAX_PLAN_STEPS` action types, then the decision whose fields foll
 text of 1 to :data:`MAX_TYPED_CHARS` characters; the other types: no points, no text). Any
 accepted string therefore parses to a valid action. The regex is compiled against the
 tokenizer's vocabulary by ``outlines-core`` into a token-level automaton, kept here as a
-dense mask of allowed ids per state (one lookup per decoding step) and sparse transitions.
+dense mask of allowed ids per state (one lookup per decoding step), sparse transitions, a dense
+transition table over the ids the automaton uses (one gather per step for the fast decoder) and
+per-state drafts of the text the format fixes (:meth:`ActionGrammar._build_drafts`). Building
+it takes a second or more, so :func:`grammar_for` keeps one per vocabulary and process.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Sequence
 
 import torch
@@ -60,6 +65,13 @@ ACTION_PATTERN = (
     )
     + ")"
 )
+
+
+# Largest dense transition table (states x used ids) kept; beyond it (a 32k T5 vocabulary)
+# :meth:`ActionGrammar.step` falls back to the sparse per-state dictionaries.
+DENSE_TABLE_LIMIT = 16_000_000
+# Longest forced text a draft covers (the longest fixed run of the format is ~80 characters).
+MAX_DRAFT_CHARS = 128
 
 
 class ActionGrammar:
@@ -106,19 +118,111 @@ class ActionGrammar:
         self.eos_id = tokenizer.eos_id
         self.allowed = allowed
         self.accepting = allowed[:, self.eos_id].clone()
+        self._build_tables(tokenizer, vocab_size)
+
+    def _build_tables(self, tokenizer: Tokenizer, vocab_size: int) -> None:
+        """Dense transitions, for batched tensor decoding (``table[s, column[v]]`` is the state
+        after id ``v`` in ``s``, -1 where not allowed; columns exist only for ids some
+        transition uses, plus one all ``-1`` column for the rest), and the drafts."""
+        used = sorted({t for row in self._moves for t in row})
+        column = torch.full((vocab_size,), len(used), dtype=torch.long)
+        column[used] = torch.arange(len(used))
+        self.dense = self.num_states * (len(used) + 1) <= DENSE_TABLE_LIMIT
+        if self.dense:
+            where = {t: i for i, t in enumerate(used)}
+            table = torch.full((self.num_states, len(used) + 1), -1, dtype=torch.long)
+            for s, row in enumerate(self._moves):
+                if row:
+                    table[s, [where[t] for t in row]] = torch.tensor(list(row.values()))
+            self.table, self.column = table, column
+        self._build_drafts(tokenizer, vocab_size)
+
+    def _forced_texts(self, tokenizer: Tokenizer, vocab_size: int) -> list[str]:
+        """Per state, the text every continuation starts with (the format the grammar fixes
+        from there: ``", "touch_point": "[`` after an action type), up to the next choice."""
+        first = torch.full((vocab_size,), -1, dtype=torch.long)
+        single: dict[str, int] = {}  # a one-character id per character, to walk the text
+        for text, ids in tokenizer.token_texts(vocab_size).items():
+            first[ids] = ord(text[0]) if ord(text[0]) < 128 else 128
+            if len(text) == 1:
+                single.setdefault(text, ids[0])
+        onehot = torch.zeros((vocab_size, 130), dtype=torch.float32)
+        onehot[torch.arange(vocab_size), first.clamp(min=-1) % 130] = 1.0
+        onehot[first < 0] = 0.0
+        counts = self.allowed.float() @ onehot  # [S, 130] allowed ids per first character
+        only = ((counts > 0).sum(-1) == 1) & ~self.accepting
+        char = counts.argmax(-1)
+        step: list[tuple[str, int] | None] = [None] * self.num_states
+        for s in torch.nonzero(only).flatten().tolist():
+            c = chr(int(char[s])) if int(char[s]) < 128 else ""
+            nxt = self._moves[s].get(single.get(c, -1), -1)
+            if c and nxt >= 0:
+                step[s] = (c, nxt)
+        texts: list[str] = []
+        for s in range(self.num_states):
+            out, state = [], s
+            while (move := step[state]) is not None and len(out) < MAX_DRAFT_CHARS:
+                out.append(move[0])
+                state = move[1]
+            texts.append("".join(out))
+        return texts
+
+    def _build_drafts(self, tokenizer: Tokenizer, vocab_size: int) -> None:
+        """``draft_tokens[s, :draft_len[s]]``: the tokenizer's own encoding of the text forced
+        from state ``s`` (cut where it would leave the grammar), and ``draft_states[s, j]`` the
+        state before draft token ``j`` (``draft_states[s, draft_len[s]]`` after the last).
+
+        A draft is a guess, not a constraint: the sampler feeds it with the next decoder call
+        and keeps the prefix the policy itself would have produced (speculative decoding with
+        the grammar as the draft model), so it changes cost only. With the byte tokenizer every
+        draft token is the only allowed one; a SentencePiece vocabulary spells the format in
+        several ways, and the draft is the spelling its own encoder (and SFT) uses.
+        """
+        drafts: list[list[int]] = []
+        walks: list[list[int]] = []
+        for s, text in enumerate(self._forced_texts(tokenizer, vocab_size)):
+            ids = tokenizer.encode(text) if text else []
+            walk, state = [s], s
+            for token in ids:
+                state = self._moves[state].get(token, -1)
+                if state < 0:
+                    break
+                walk.append(state)
+            drafts.append(ids[: len(walk) - 1])
+            walks.append(walk)
+        width = max(1, max(len(d) for d in drafts))
+        self.draft_tokens = torch.zeros((self.num_states, width), dtype=torch.long)
+        self.draft_states = torch.zeros((self.num_states, width + 1), dtype=torch.long)
+        for s, (draft, walk) in enumerate(zip(drafts, walks, strict=True)):
+            self.draft_tokens[s, : len(draft)] = torch.tensor(draft, dtype=torch.long)
+            self.draft_states[s, : len(walk)] = torch.tensor(walk, dtype=torch.long)
+            self.draft_states[s, len(walk) :] = walk[-1]
+        self.draft_len = torch.tensor([len(d) for d in drafts], dtype=torch.long)
 
     @property
     def num_states(self) -> int:
         return len(self._moves)
 
     def to(self, device: torch.device | str) -> ActionGrammar:
-        """Move the mask (in place) to ``device``; returns self."""
+        """Move the tables (in place) to ``device``; returns self."""
         self.allowed = self.allowed.to(device)
         self.accepting = self.accepting.to(device)
+        self.draft_tokens = self.draft_tokens.to(device)
+        self.draft_states = self.draft_states.to(device)
+        self.draft_len = self.draft_len.to(device)
+        if self.dense:
+            self.table, self.column = self.table.to(device), self.column.to(device)
         return self
 
     def step(self, states: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """``[B]`` states after ``tokens`` (``[B]``) in ``states``; -1 where not allowed."""
+        if self.dense:  # one gather; state -1 reads the last row, so mask it back to -1
+            nxt = self.table[states, self.column[tokens]]
+            return torch.where(states >= 0, nxt, torch.full_like(nxt, -1))
+        return self.step_sparse(states, tokens)
+
+    def step_sparse(self, states: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """:meth:`step` through the per-state dictionaries (the reference decoder's way)."""
         pairs = zip(states.tolist(), tokens.tolist(), strict=True)
         nxt = [self._moves[s].get(t, -1) if s >= 0 else -1 for s, t in pairs]
         return torch.tensor(nxt, dtype=torch.long, device=states.device)
@@ -164,3 +268,35 @@ class ActionGrammar:
         except ValueError:
             return False
         return True
+
+
+_CACHE: dict[tuple[str, str, int], ActionGrammar] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 4
+
+
+def _vocabulary_key(tokenizer: Tokenizer) -> str:
+    """What identifies a vocabulary: the SentencePiece model's bytes, or the tokenizer kind."""
+    path = getattr(tokenizer, "path", None)
+    if path is None:
+        return tokenizer.kind
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def grammar_for(tokenizer: Tokenizer, vocab_size: int) -> ActionGrammar:
+    """The :class:`ActionGrammar` of a vocabulary, built once per process (compiling the
+    automaton takes about a second, and every policy load of a round needs the same one).
+
+    The object is shared: :meth:`ActionGrammar.to` moves it for every holder.
+    """
+    key = (tokenizer.kind, _vocabulary_key(tokenizer), int(vocab_size))
+    with _CACHE_LOCK:
+        grammar = _CACHE.get(key)
+    if grammar is None:
+        grammar = ActionGrammar(tokenizer, vocab_size)
+        with _CACHE_LOCK:
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            grammar = _CACHE.setdefault(key, grammar)
+    return grammar

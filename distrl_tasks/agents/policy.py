@@ -11,12 +11,25 @@ restriction is per position: only the tokens that keep the text a well-formed Au
 prefix of one) are allowed, in sampling and in scoring alike, so forced format tokens have
 log-probability 0 and no entropy.
 
-``act`` samples token by token with a key/value cache, then scores the sampled ids with one
-teacher-forced pass through the same code as ``log_prob``, so the behaviour log-prob the actor
-stores and the one the learner recomputes from the action text agree to float rounding. With the
-byte tokenizer the sampled ids are always the canonical encoding of the returned text. A
-SentencePiece sample can be a non-canonical segmentation; such a row is scored on the canonical
-ids of its text (what the learner will see) and flagged in :class:`Sample.canonical`.
+Two decoding loops draw from the same distribution (``decoder`` argument):
+
+- ``fast`` (default): :mod:`.fast_sampling`, a lean incremental decoder that checks the
+  grammar's draft of the fixed format in one call (speculative decoding with an exact accept /
+  residual rule, so greedy outputs are the reference's and samples follow the same law). It
+  sums the log-probs of the ids it emits as it goes: for a row whose ids are the tokenizer's own
+  encoding of its text (``canonical``), that sum *is* the teacher-forced log-prob of the text
+  (same ids, same per-position masks), computed by another kernel, so it equals what
+  ``log_prob`` recomputes to float32 rounding (1e-5 for actions under the grammar; relative
+  1e-6 for long free text, tests/unit/test_fast_decoder.py). The drafts are canonical
+  spellings, so a trained policy's samples are canonical almost always.
+- ``reference``: the original loop, one Hugging Face decoder call per token, then one
+  teacher-forced pass through the same code as ``log_prob``.
+
+With the byte tokenizer the sampled ids are always the canonical encoding of the returned text.
+A SentencePiece sample can be a non-canonical segmentation; such a row is scored (both loops) on
+the canonical ids of its text with the teacher-forced pass (what the learner will see) and
+flagged in :class:`Sample.canonical`. The drafts change no probability, only which spellings
+cost one decoder call: scoring is unchanged.
 """
 
 from __future__ import annotations
@@ -33,12 +46,16 @@ import torch
 from distrl_tasks.agents.actions import format_action, tap
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
-from distrl_tasks.agents.grammar import ActionGrammar
+from distrl_tasks.agents.fast_sampling import decode_fast
+from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
+from distrl_tasks.agents.reference_sampling import decode_reference
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.config import AgentConfig
 
 logger = logging.getLogger(__name__)
+
+DECODERS = ("fast", "reference")
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,9 @@ class AutoUIPolicy:
         max_new_tokens: decoding budget per action.
         max_prompt_tokens: prompts are left-truncated to this many tokens (eos included).
         grammar: decode (and score) only well-formed AutoUI actions; None = free text.
+        decoder: ``fast`` (default: :mod:`.fast_sampling`) or ``reference`` (the original
+            per-token loop, kept for the equivalence tests and benchmarks/inference.py); both
+            draw from the same distribution and score the same way.
     """
 
     def __init__(
@@ -101,7 +121,10 @@ class AutoUIPolicy:
         max_new_tokens: int = 128,
         max_prompt_tokens: int = 512,
         grammar: ActionGrammar | None = None,
+        decoder: str = "fast",
     ) -> None:
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         if max_new_tokens < 1 or max_prompt_tokens < 2:
@@ -113,6 +136,7 @@ class AutoUIPolicy:
         self.max_prompt_tokens = int(max_prompt_tokens)
         self._allowed_cpu = tokenizer.output_mask(model.vocab_size)
         self.grammar = grammar
+        self.decoder = decoder
 
     @property
     def device(self) -> torch.device:
@@ -262,48 +286,62 @@ class AutoUIPolicy:
         """Decode one action per observation (sampled, or argmax when ``greedy``).
 
         ``generator`` (optional, for reproducible sampling) must live on the policy's device.
+        The ids come from :attr:`decoder`'s loop; either way the behaviour log-probs are the
+        teacher-forced scores of the returned texts (the module docstring).
         """
         t = self._temperature(temperature)
         ids, mask, feats = self._encoder_inputs(observations)
-        batch = ids.shape[0]
         states = self.model.encode(ids, mask, feats)
-        eos, pad = self.tokenizer.eos_id, self.tokenizer.pad_id
-        current = torch.full((batch, 1), self.model.decoder_start_id, device=self.device)
-        finished = torch.zeros(batch, dtype=torch.bool, device=self.device)
-        steps: list[torch.Tensor] = []
-        cache = None
-        grammar = self._grammar()
-        state = None
-        if grammar is not None:
-            state = torch.full((batch,), grammar.initial, dtype=torch.long, device=self.device)
-        for _ in range(self.max_new_tokens):
-            logits, cache = self.model.decode(
-                current, states, mask, cache, use_cache=True, source_ids=ids
+        fast = self.decoder == "fast" and self.model.shared.weight.dtype == torch.float32
+        if fast:
+            sampled, loop_log_probs = decode_fast(
+                self.model,
+                states,
+                mask,
+                ids,
+                allowed=self._allowed(),
+                grammar=self._grammar(),
+                budget=self.max_new_tokens,
+                temperature=t,
+                greedy=greedy,
+                eos_id=self.tokenizer.eos_id,
+                generator=generator,
             )
-            allowed = None if grammar is None else grammar.allowed[state]
-            logp = self._log_softmax(logits[:, -1], t, allowed)
-            if greedy:
-                nxt = logp.argmax(-1)
-            else:
-                nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
-            nxt = torch.where(finished, torch.full_like(nxt, pad), nxt)
-            steps.append(nxt)
-            finished |= nxt == eos
-            if grammar is not None:  # finished rows stay put (their state is never read again)
-                state = torch.where(finished, state, grammar.step(state, nxt))
-            if bool(finished.all()):
-                break
-            current = nxt.unsqueeze(-1)
-        table = torch.stack(steps, dim=1).tolist()
-        sampled = [_until_eos(row, eos) for row in table]
+        else:
+            sampled = decode_reference(
+                self.model,
+                ids,
+                states,
+                mask,
+                allowed=self._allowed(),
+                grammar=self._grammar(),
+                budget=self.max_new_tokens,
+                temperature=t,
+                greedy=greedy,
+                eos_id=self.tokenizer.eos_id,
+                pad_id=self.tokenizer.pad_id,
+                generator=generator,
+            )
         texts = [self.tokenizer.decode(row) for row in sampled]
         targets, canonical = [], []
         for row, text in zip(sampled, texts, strict=True):
             canon = self._action_ids(text)
             canonical.append(canon == row)
             targets.append(canon)
-        scores = self._score_ids(ids, states, mask, targets, t)
-        return Sample(texts, sampled, scores.log_prob, canonical)
+        if not fast:
+            scores = self._score_ids(ids, states, mask, targets, t)
+            return Sample(texts, sampled, scores.log_prob, canonical)
+        # canonical rows: the loop's log-prob is the teacher-forced one (same ids, same masks);
+        # the others are scored on their canonical ids, as the learner will score them
+        log_probs = loop_log_probs.clone()
+        redo = [i for i, ok in enumerate(canonical) if not ok]
+        if redo:
+            pick = torch.tensor(redo, device=self.device)
+            scores = self._score_ids(
+                ids[pick], states[pick], mask[pick], [targets[i] for i in redo], t
+            )
+            log_probs[pick] = scores.log_prob
+        return Sample(texts, sampled, log_probs, canonical)
 
     def act(
         self,
@@ -333,22 +371,21 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torc
     return ids, mask
 
 
-def _until_eos(row: list[int], eos: int) -> list[int]:
-    return row[: row.index(eos) + 1] if eos in row else row
-
-
 def build_policy(
     cfg: AgentConfig,
     *,
     device: str | torch.device = "cpu",
     seed: int = 0,
     checkpoint_dir: str | Path | None = None,
+    decoder: str = "fast",
 ) -> AutoUIPolicy:
     """The policy the configuration describes.
 
     ``model: tiny`` without a checkpoint is a freshly initialised embedded model (seeded) with the
     byte tokenizer; with ``checkpoint_dir`` (argument or ``agent.checkpoint_dir``) the weights and
     tokenizer are loaded from it. ``model: autoui-base`` always needs a checkpoint directory.
+    ``decoder`` picks the sampling loop (:class:`AutoUIPolicy`); the grammar is built once per
+    vocabulary and process (:func:`grammar_for`).
 
     Raises:
         ValueError: a missing checkpoint directory for autoui-base, or a checkpoint whose image
@@ -386,5 +423,6 @@ def build_policy(
         temperature=cfg.temperature,
         max_new_tokens=cfg.max_new_tokens,
         max_prompt_tokens=cfg.max_prompt_tokens,
-        grammar=ActionGrammar(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
+        grammar=grammar_for(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
+        decoder=decoder,
     )

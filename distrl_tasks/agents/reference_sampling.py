@@ -1,0 +1,64 @@
+"""The original decoding loop of :meth:`AutoUIPolicy.sample` (``decoder="reference"``).
+
+One Hugging Face decoder call (with its key/value cache) and one Python grammar step per token.
+Kept as the baseline the fast loop (:mod:`.fast_sampling`) is tested and benchmarked against
+(tests/unit/test_fast_decoder.py, benchmarks/inference.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from distrl_tasks.agents.autoui import AutoUIModel
+from distrl_tasks.agents.grammar import ActionGrammar
+
+
+def decode_reference(
+    model: AutoUIModel,
+    source_ids: torch.Tensor,
+    encoder_states: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    allowed: torch.Tensor,
+    grammar: ActionGrammar | None,
+    budget: int,
+    temperature: float,
+    greedy: bool,
+    eos_id: int,
+    pad_id: int,
+    generator: torch.Generator | None = None,
+) -> list[list[int]]:
+    """Sampled (or argmax) ids of one action per row, eos included when produced.
+
+    Args mirror :func:`.fast_sampling.decode_fast`; ``pad_id`` fills finished rows.
+    """
+    batch = source_ids.shape[0]
+    device = encoder_states.device
+    current = torch.full((batch, 1), model.decoder_start_id, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    steps: list[torch.Tensor] = []
+    cache = None
+    state = None
+    if grammar is not None:
+        state = torch.full((batch,), grammar.initial, dtype=torch.long, device=device)
+    for _ in range(budget):
+        logits, cache = model.decode(
+            current, encoder_states, attention_mask, cache, use_cache=True, source_ids=source_ids
+        )
+        keep = allowed if grammar is None else grammar.allowed[state]
+        scaled = logits[:, -1].float() / temperature
+        logp = torch.log_softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)
+        if greedy:
+            nxt = logp.argmax(-1)
+        else:
+            nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+        nxt = torch.where(finished, torch.full_like(nxt, pad_id), nxt)
+        steps.append(nxt)
+        finished |= nxt == eos_id
+        if grammar is not None:  # finished rows stay put (their state is never read again)
+            state = torch.where(finished, state, grammar.step_sparse(state, nxt))
+        if bool(finished.all()):
+            break
+        current = nxt.unsqueeze(-1)
+    table = torch.stack(steps, dim=1).tolist()
+    return [row[: row.index(eos_id) + 1] if eos_id in row else row for row in table]
