@@ -84,7 +84,7 @@ def bench_steps(devices: int, seconds: float) -> float:
         def worker(i: int) -> None:
             d = client.device(f"emulator-{5554 + 2 * i}")
             while time.perf_counter() < stop:
-                d.click(100 + (counts[i] % 5) * 200, 2000)
+                d.click(25 + (counts[i] % 5) * 50, 500)  # display pixels (270x600)
                 d.screenshot()
                 counts[i] += 1
 
@@ -109,7 +109,7 @@ def bench_memory(devices: int) -> float:
 
     def exercise(farm: DeviceFarm) -> None:
         for dev in farm.devices.values():
-            dev.shell.run("input swipe 540 1800 540 600 200; screencap -p; uiautomator dump")
+            dev.shell.run("input swipe 135 450 135 150 200; screencap -p; uiautomator dump")
 
     one = DeviceFarm(1, seed=0)
     exercise(one)
