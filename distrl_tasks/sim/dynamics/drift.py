@@ -198,9 +198,9 @@ def _spacer(y: int, h: int) -> Node:
     return Node(cls="android.view.View", bounds=(0, y, SCREEN_W, y + h))
 
 
-def loading_body(top: int, bottom: int) -> list[Node]:
-    """What a slow page shows before it paints: a spinner, nothing to tap."""
-    mid = (top + bottom) // 2
+def loading_body(top: int) -> list[Node]:
+    """What a slow page shows before it paints: a spinner near the top, nothing to tap."""
+    mid = top + 500
     return [
         Node(
             cls="android.widget.ProgressBar",

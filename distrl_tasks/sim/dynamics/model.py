@@ -20,7 +20,7 @@ from distrl_tasks.sim.apps import CHROME, LAUNCHER, MAPS, PLAY_STORE, SETTINGS, 
 from distrl_tasks.sim.dynamics import drift, overlays
 from distrl_tasks.sim.dynamics.catalog import BY_NAME, NAMES, parse_profile, profile_rates
 from distrl_tasks.sim.dynamics.overlays import Overlay
-from distrl_tasks.sim.ui import hit_test
+from distrl_tasks.sim.ui import CONTENT_TOP, hit_test
 
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone
@@ -150,20 +150,23 @@ class Dynamics:
         if len(self.queue) + (self.overlay is not None) != shown or self.loading:
             phone._touch()
 
+    def _fake(self) -> bool:
+        """Whether a promo shown now gets a fake close button (drawn once per episode)."""
+        return self._fire_once("fake_close") or self.armed["fake_close"]
+
     def _on_app_open(self, package: str, label: str) -> None:
         first = package not in self.opened
         self.opened.add(package)
-        fake = self.armed["fake_close"]
         if package == PLAY_STORE and self._fire_once("rate_app"):
             self.queue.append(overlays.rate_app())
         if package == YOUTUBE and self._fire_once("youtube_premium"):
-            self.queue.append(overlays.youtube_premium(fake))
+            self.queue.append(overlays.youtube_premium(self._fake()))
         if not first:
             return
         if package in (MAPS, CHROME) and self._fire_once("permission_location"):
             self.queue.append(overlays.permission_dialog(label, "location"))
         if package == CHROME and self._fire_once("chrome_signin"):
-            self.queue.append(overlays.chrome_signin(fake))
+            self.queue.append(overlays.chrome_signin(self._fake()))
         if package not in (SETTINGS,) and self._fire_once("permission_notifications"):
             self.queue.append(overlays.permission_dialog(label, "notifications"))
 
@@ -177,14 +180,10 @@ class Dynamics:
                 self.queue.append(overlays.cookie_consent(SHOPS[site].name if site else host))
         if site in SHOPS:
             if self._fire_once("app_interstitial"):
-                self.queue.append(
-                    overlays.app_interstitial(SHOPS[site].name, self.armed["fake_close"])
-                )
+                self.queue.append(overlays.app_interstitial(SHOPS[site].name, self._fake()))
             elif self.interstitial_back == 1:
                 self.interstitial_back = 2  # it comes back once, then never again
-                self.queue.append(
-                    overlays.app_interstitial(SHOPS[site].name, self.armed["fake_close"])
-                )
+                self.queue.append(overlays.app_interstitial(SHOPS[site].name, self._fake()))
 
     # ----- drift -----------------------------------------------------------------------------
     def transform(self, phone: Phone, screen: Screen) -> Screen:
@@ -192,15 +191,9 @@ class Dynamics:
         if not self.enabled:
             return screen
         if self.loading and screen.loads:
-            top = min((n.bounds[1] for n in screen.body), default=0)
-            bottom = max((n.bounds[3] for n in screen.body), default=top)
+            top = max((n.bounds[3] for n in screen.header), default=CONTENT_TOP)
             self.applied.add("slow_load")
-            return Screen(
-                screen.header,
-                drift.loading_body(top, max(bottom, top + 800)),
-                True,
-                screen.background,
-            )
+            return Screen(screen.header, drift.loading_body(top), True, screen.background)
         app = phone.front
         if app.package != CHROME:
             return screen
