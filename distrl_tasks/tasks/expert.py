@@ -1,8 +1,9 @@
 """The scripted expert: solves any parsed task through the UI only, recording AutoUI actions.
 
 Each step reads the UI dump, first clears what the live world put in the way (a loading page,
-an interruption: :mod:`.expert_live`), else asks the family's policy (:mod:`.expert_plans`) for the next action,
-optionally replaces it by a seeded mistake (a wrong tap, a typo, a detour through HOME or a wrong
+an interruption: :mod:`.expert_live`), else asks the family's policy (:mod:`.expert_plans`) for
+the next action, optionally replaces it by a seeded mistake (a wrong tap, a typo, a detour through
+HOME or a wrong
 app), performs it through a :class:`~distrl_tasks.tasks.driver.Driver`, and records it in the
 AutoUI vocabulary. The episode ends with STATUS_TASK_COMPLETE when the policy sees the goal on
 screen, or when the step budget runs out. Recorded actions become behaviour-cloning data.
