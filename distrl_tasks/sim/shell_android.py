@@ -368,7 +368,10 @@ def _monkey(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 
 # ----- simulator control -----------------------------------------------------------------------
-SIMCTL_USAGE = "usage: simctl task set '<goal>' | simctl task check | simctl reset | simctl state"
+SIMCTL_USAGE = (
+    "usage: simctl task set '<goal>' | simctl task check | simctl reset | simctl state"
+    " | simctl dynamics [show | set static|live|hostile]"
+)
 
 
 def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
@@ -378,7 +381,12 @@ def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         sh.events.append("reset")
         return b"", b"", 0
     if args[:1] == ["state"]:
-        return (phone.state().to_json() + "\n").encode(), b"", 0
+        phone.compose()  # what is on screen now, with any due interruption
+        state = json.loads(phone.state().to_json())
+        state["dynamics"] = phone.dynamics.describe()
+        return (json.dumps(state, sort_keys=True) + "\n").encode(), b"", 0
+    if args[:1] == ["dynamics"]:
+        return _simctl_dynamics(phone, args[1:])
     if args[:2] == ["task", "check"]:
         return (json.dumps(phone.check_task()) + "\n").encode(), b"", 0
     if args[:2] == ["task", "set"] and len(args) > 2:
@@ -393,6 +401,21 @@ def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         sh.events.append("reset")
         return (json.dumps({"goal": task.goal, "family": task.family}) + "\n").encode(), b"", 0
     return _err(SIMCTL_USAGE, 2)
+
+
+def _simctl_dynamics(phone: Phone, args: list[str]) -> CmdResult:
+    """``simctl dynamics [show]`` prints the profile and rates; ``set P`` switches profile."""
+    dyn = phone.dynamics
+    if args[:1] == ["set"] and len(args) == 2:
+        try:
+            dyn.set_profile(args[1])
+        except ValueError as exc:
+            return _err(f"simctl: {exc}", 2)
+        phone._touch()
+    elif args not in ([], ["show"]):
+        return _err(SIMCTL_USAGE, 2)
+    out = {"profile": dyn.profile, "rates": dyn.rates, "on_screen": dyn.on_screen()}
+    return (json.dumps(out, sort_keys=True) + "\n").encode(), b"", 0
 
 
 ANDROID_COMMANDS: dict[str, Command] = {
