@@ -64,7 +64,8 @@ class FaultConfig:
 
 @dataclass(frozen=True)
 class DynamicsRatesConfig:
-    """Per-perturbation rates in [0, 1]; null keeps the profile's rate (README: live dynamics)."""
+    """Per-perturbation rates in [0, 1] of the live and hostile profiles (static stays none);
+    null keeps the profile's rate (README: live dynamics)."""
 
     permission_location: float | None = (
         None  # location permission dialog on the first open of Maps/Chrome (per episode)

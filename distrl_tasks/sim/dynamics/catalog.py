@@ -98,6 +98,9 @@ def profile_rates(
 ) -> dict[str, float]:
     """Per-perturbation rates of ``profile`` with ``overrides`` (None values: keep the profile's).
 
+    ``static`` stays all zeros whatever the overrides (they are still checked): it is the world
+    demonstrations are recorded in, so a rate set for the live world never leaks into it.
+
     Raises:
         ValueError: an unknown profile or perturbation name, or a rate outside [0, 1].
     """
@@ -110,4 +113,6 @@ def profile_rates(
         if not 0.0 <= float(rate) <= 1.0:
             raise ValueError(f"rate of {name} must be in [0, 1], got {rate}")
         rates[name] = float(rate)
+    if profile.strip().lower() == "static":
+        return dict(PROFILES["static"])
     return rates

@@ -32,8 +32,10 @@ def insert_at(body: list[Node], y: int, block: list[Node]) -> list[Node]:
     if not block:
         return body
     height = max(n.bounds[3] for n in block) - y
-    out = [n if n.bounds[1] < y else shifted(n, height) for n in body]
-    return out + block
+    at = next((i for i, n in enumerate(body) if n.bounds[1] >= y), len(body))
+    moved = [shifted(n, height) for n in body[at:]]
+    # in document order too: the hierarchy lists the block where the page shows it
+    return [*(n if n.bounds[1] < y else shifted(n, height) for n in body[:at]), *block, *moved]
 
 
 def ad_action(title: str, slug: str) -> str:

@@ -218,8 +218,7 @@ class Dynamics:
 
     def _serp(self, body: list, query: str) -> list:
         if self.armed["result_order"]:
-            if "result_order" not in self.applied:
-                self._count_episode_drift("result_order")
+            self.applied.add("result_order")
             body = drift.reorder_results(body)
         if self._once("misleading_sponsored"):
             body = drift.serp_sponsored(body, query, misleading=True)
@@ -232,8 +231,7 @@ class Dynamics:
     def _shop(self, body: list, page: Any) -> list:
         site, shop = page.get("site"), _shops()[page.get("site")].name
         if self.armed["layout_variant"]:
-            if "layout_variant" not in self.applied:
-                self._count_episode_drift("layout_variant")
+            self.applied.add("layout_variant")
             variant = int(_uniform(self.base, self.episode, "variant") * 3)
             if variant in (0, 2):
                 body = drift.promo_banner(body, shop)
@@ -247,22 +245,12 @@ class Dynamics:
                 body = drift.shop_sponsored(body, site, query, misleading=False)
         return body
 
-    def _count_episode_drift(self, name: str) -> None:
-        self.applied.add(name)
-        if name not in self.fired:
-            self.fired.add(name)
-            self._count(name, True)
-
     def _note_drift_opportunity(self, page: Any) -> None:
-        """Count episode-scoped drift that was drawn *off* on its first eligible page."""
-        name = page.name
-        if name == "serp" and "result_order" not in self.fired and not self.armed["result_order"]:
-            self.fired.add("result_order")
-            self._count("result_order", False)
-        if name.startswith("site_") and page.get("site") in _shops():
-            if "layout_variant" not in self.fired and not self.armed["layout_variant"]:
-                self.fired.add("layout_variant")
-                self._count("layout_variant", False)
+        """Episode-scoped drift is drawn on its first eligible page (painted or not yet)."""
+        if page.name == "serp":
+            self._fire_once("result_order")
+        if page.name.startswith("site_") and page.get("site") in _shops():
+            self._fire_once("layout_variant")
 
     # ----- input (True: the dynamics consumed it) --------------------------------------------
     def observed(self, phone: Phone) -> None:
