@@ -57,12 +57,17 @@ def expert_success(
     return wins / len(goals), len(goals), stats, failed, steps / len(goals)
 
 
-def throughput(profile: str, seconds: float) -> float:
-    """Screenshots/s of a raw-protocol client against ``distrl sim serve --dynamics profile``."""
+def throughput(profile: str, seconds: float) -> tuple[float, float]:
+    """Against ``distrl sim serve --dynamics profile`` (server pinned to one core): screenshots/s
+    of a raw-protocol client, and adbutils tap+screenshot steps/s on one device (the taps open
+    apps from the home screen, so interruptions and slow loads come up)."""
     sys.path.insert(0, os.path.dirname(__file__))
     import sim_throughput as st
 
-    return st.bench_screenshots(seconds, extra=["--dynamics", profile])
+    if len(os.sched_getaffinity(0)) > 1:  # keep the client off the server's core
+        os.sched_setaffinity(0, os.sched_getaffinity(0) - {st.SERVER_CPU})
+    extra = ["--dynamics", profile]
+    return st.bench_screenshots(seconds, extra), st.bench_steps(1, seconds, extra)
 
 
 def main() -> None:
@@ -106,8 +111,11 @@ def main() -> None:
         print(f"| {pert} | " + " | ".join(cells) + " |")
     if not args.no_throughput:
         for profile in ("static", "live"):
-            rate = throughput(profile, args.seconds)
-            print(f"screenshots/s (raw ADB client, 1 server core, dynamics {profile}): {rate:.0f}")
+            shots, steps = throughput(profile, args.seconds)
+            print(
+                f"dynamics {profile}: {shots:.0f} screenshots/s (raw ADB client, 1 server core); "
+                f"{steps:.0f} steps/s (adbutils tap+screenshot, 1 device)"
+            )
 
 
 if __name__ == "__main__":
