@@ -9,6 +9,7 @@ app-not-responding dialog); texts are what those dialogs say.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, SCREEN_H, SCREEN_W, STATUS_BAR_H, Node, Style
@@ -56,6 +57,12 @@ def _button(bounds: tuple[int, int, int, int], text: str, action: str, rid: str,
     )
 
 
+def _text(bounds: tuple[int, int, int, int], text: str, size: int, **style: object) -> Node:
+    return Node(
+        cls="android.widget.TextView", bounds=bounds, text=text, style=Style(size=size, **style)
+    )
+
+
 def _card(
     rid: str,
     title: str,
@@ -77,20 +84,16 @@ def _card(
         resource_id=rid,
         style=Style(bg="#ffffff", radius=36, border="#dadce0"),
     )
-    card.add(
-        Node(
-            cls="android.widget.TextView",
-            bounds=(x1 + 40, top + 40, x2 - 40, top + 150),
-            text=title,
-            style=Style(size=46, bold=True),
-        ),
-        Node(
-            cls="android.widget.TextView",
-            bounds=(x1 + 40, top + 160, x2 - 40, top + 260),
-            text=message,
-            style=Style(size=34, fg="#5f6368"),
-        ),
-    )
+    # the renderer draws one line per node: wrap the title and the message like a dialog does
+    chars = (x2 - x1 - 80) // 24
+    y = top + 40
+    for line in textwrap.wrap(title, chars)[:2]:
+        card.add(_text((x1 + 40, y, x2 - 40, y + 66), line, 44, bold=True))
+        y += 66
+    y += 20
+    for line in textwrap.wrap(message, int(chars * 1.3))[:3]:
+        card.add(_text((x1 + 40, y, x2 - 40, y + 52), line, 34, fg="#5f6368"))
+        y += 52
     y = bottom - 40 - 120 * len(buttons)
     for i, (text, action, brid) in enumerate(buttons):
         card.add(_button((x1 + 40, y, x2 - 40, y + 100), text, action, brid, i == 0))
