@@ -205,6 +205,7 @@ class Phone:
         self.dynamics.on_input(self)
         if self.dynamics.on_swipe(self, x1, y1):
             return
+        self._touch()  # composed above: what follows changes the screen
         if y1 < STATUS_BAR_H + 40 and dy > 300:
             self.shade_open = True
             self.focus = None
@@ -240,6 +241,7 @@ class Phone:
                 rid, app = self.focus, self.front
                 app.on_submit(rid, app.field_text(rid))
         # every other key code is a no-op, as on a phone with no app bound to it
+        self._touch()  # composed above: the key may have changed the screen
 
     def back(self) -> None:
         if self.shade_open:
