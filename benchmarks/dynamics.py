@@ -70,6 +70,28 @@ def throughput(profile: str, seconds: float) -> tuple[float, float]:
     return st.bench_screenshots(seconds, extra), st.bench_steps(1, seconds, extra)
 
 
+def server_cpu(profile: str, n: int = 2000) -> tuple[float, float]:
+    """CPU seconds per shell ``screencap -p`` of one device in process (the server's work without
+    the transport; a load-independent figure on a shared machine): on a still screen, and on a
+    screen changed before each capture (``input keyevent HOME`` / launching Chrome by
+    ``monkey``, alternately: new screens, so dynamics draws and PNG cache misses)."""
+    from distrl_tasks.sim.farm import DeviceFarm
+
+    dev = DeviceFarm(1, seed=0, dynamics=profile)["emulator-5554"]
+    dev.shell.run("screencap -p")
+    t0 = time.process_time()
+    for _ in range(n):
+        dev.shell.run("screencap -p")
+    still = (time.process_time() - t0) / n
+    cmds = ("input keyevent HOME", "monkey -p com.android.chrome 1")
+    t0 = time.process_time()
+    for i in range(n // 10):
+        dev.shell.run(cmds[i % 2])
+        dev.shell.run("screencap -p")
+    moving = (time.process_time() - t0) / (n // 10)
+    return still, moving
+
+
 def main() -> None:
     torch.set_num_threads(1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -110,6 +132,13 @@ def main() -> None:
             cells.append(f"{obs} ({hit}/{opp}; {configured:g})")
         print(f"| {pert} | " + " | ".join(cells) + " |")
     if not args.no_throughput:
+        for profile in ("static", "live"):
+            still, moving = server_cpu(profile)
+            print(
+                f"dynamics {profile}: server CPU per screencap {1e6 * still:.0f} us on a still "
+                f"screen (= {1 / still:.0f}/s per core), {1e3 * moving:.1f} ms with a new screen "
+                "before each (input + screencap)"
+            )
         for profile in ("static", "live"):
             shots, steps = throughput(profile, args.seconds)
             print(
