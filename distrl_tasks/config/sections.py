@@ -130,7 +130,7 @@ class SimConfig:
     port: int = 15037  # ADB server port of the embedded farm (0 = any free port)
     devices: int = 8  # devices of `distrl sim serve` (rounds use orchestration's topology)
     seed: int = 0  # seeds content, latency and faults
-    render_scale: float = 0.25  # screenshot pixels per logical pixel (1080x2400 logical screen)
+    render_scale: float = 0.25  # display px per layout px: wm size = screencap = 1080x2400 x this
     expert_mistake_rate: float = 0.0  # probability of a wrong tap / typo / detour per expert step
     latency: LatencyConfig = field(default_factory=LatencyConfig)  # emulator-like latencies
     faults: FaultConfig = field(default_factory=FaultConfig)  # injected faults
