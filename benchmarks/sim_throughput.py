@@ -15,17 +15,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 SERVER_CPU = 0
 
 
 @contextmanager
-def served(devices: int) -> Iterator[int]:
-    """Start ``distrl sim serve`` on a free port, pinned to one core; yields the port."""
+def served(devices: int, extra: Sequence[str] = ()) -> Iterator[int]:
+    """Start ``distrl sim serve`` on a free port, pinned to one core; yields the port.
+
+    ``extra``: more serve flags, e.g. ``["--dynamics", "live"]`` (default: the config's).
+    """
     cmd = [sys.executable, "-m", "distrl_tasks.cli", "sim", "serve", "--port", "0"]
-    cmd += ["--devices", str(devices)]
+    cmd += ["--devices", str(devices), *extra]
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -61,8 +64,8 @@ def raw_screencap(port: int, serial: str) -> bytes:
     return b"".join(chunks)
 
 
-def bench_screenshots(seconds: float) -> float:
-    with served(1) as port:
+def bench_screenshots(seconds: float, extra: Sequence[str] = ()) -> float:
+    with served(1, extra) as port:
         png = raw_screencap(port, "emulator-5554")
         assert png.startswith(b"\x89PNG"), "not a PNG"
         n, t0 = 0, time.perf_counter()
@@ -72,11 +75,11 @@ def bench_screenshots(seconds: float) -> float:
         return n / (time.perf_counter() - t0)
 
 
-def bench_steps(devices: int, seconds: float) -> float:
+def bench_steps(devices: int, seconds: float, extra: Sequence[str] = ()) -> float:
     """input tap + screenshot per step through adbutils, one thread per device."""
     import adbutils
 
-    with served(devices) as port:
+    with served(devices, extra) as port:
         client = adbutils.AdbClient(host="127.0.0.1", port=port)
         counts = [0] * devices
         stop = time.perf_counter() + seconds
@@ -84,7 +87,7 @@ def bench_steps(devices: int, seconds: float) -> float:
         def worker(i: int) -> None:
             d = client.device(f"emulator-{5554 + 2 * i}")
             while time.perf_counter() < stop:
-                d.click(100 + (counts[i] % 5) * 200, 2000)
+                d.click(25 + (counts[i] % 5) * 50, 500)  # display pixels (270x600)
                 d.screenshot()
                 counts[i] += 1
 
@@ -109,7 +112,7 @@ def bench_memory(devices: int) -> float:
 
     def exercise(farm: DeviceFarm) -> None:
         for dev in farm.devices.values():
-            dev.shell.run("input swipe 540 1800 540 600 200; screencap -p; uiautomator dump")
+            dev.shell.run("input swipe 135 450 135 150 200; screencap -p; uiautomator dump")
 
     one = DeviceFarm(1, seed=0)
     exercise(one)

@@ -23,6 +23,11 @@ def add_sim_commands(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--latency", action="store_true", help="enable emulator-like latency")
     serve.add_argument("--faults", action="store_true", help="enable injected faults")
     serve.add_argument(
+        "--dynamics",
+        metavar="PROFILE",
+        help="live-world profile: static, live or hostile (default: sim.dynamics.profile)",
+    )
+    serve.add_argument(
         "--allow-kill", action="store_true", help="let `adb kill-server` stop this server"
     )
     serve.add_argument(
@@ -49,6 +54,8 @@ def _sim_config(args: argparse.Namespace) -> tuple[Config, int]:
     for key, value in (("devices", args.devices), ("seed", args.seed), ("host", args.host)):
         if value is not None:
             overrides.append(f"sim.{key}={json.dumps(value)}")
+    if args.dynamics is not None:
+        overrides.append(f"sim.dynamics.profile={json.dumps(args.dynamics)}")
     if args.latency:
         overrides.append("sim.latency.enabled=true")
     if args.faults:
@@ -69,7 +76,7 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
     from distrl_tasks.sim.adb_server import AdbServer
     from distrl_tasks.sim.farm import DeviceFarm
 
-    farm = DeviceFarm(sim.devices, sim.seed, sim)
+    farm = DeviceFarm(sim.devices, sim.seed, sim, dynamics=sim.dynamics.profile)
 
     async def serve() -> None:
         server = AdbServer(farm, host=sim.host, port=port, allow_kill=args.allow_kill)
@@ -91,7 +98,7 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
         ]
         print(
             f"distrl sim: {len(serials)} devices ({serials[0]} .. {serials[-1]}) on "
-            f"{sim.host}:{bound}, seed {sim.seed}"
+            f"{sim.host}:{bound}, seed {sim.seed}, dynamics {sim.dynamics.profile}"
             + (f", {'+'.join(extras)} on" if extras else "")
             + f"; try: adb -P {bound} devices",
             flush=True,

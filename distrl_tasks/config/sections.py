@@ -63,6 +63,66 @@ class FaultConfig:
 
 
 @dataclass(frozen=True)
+class DynamicsRatesConfig:
+    """Per-perturbation rates in [0, 1] of the live and hostile profiles (static stays none);
+    null keeps the profile's rate (README: live dynamics)."""
+
+    permission_location: float | None = (
+        None  # location permission dialog on the first open of Maps/Chrome (per episode)
+    )
+    permission_notifications: float | None = (
+        None  # notifications permission dialog on an app's first open (per episode)
+    )
+    chrome_signin: float | None = (
+        None  # Chrome's "Turn on sync?" sheet on its first open (per episode)
+    )
+    cookie_consent: float | None = None  # cookie banner on the first shop/news page (per episode)
+    app_interstitial: float | None = (
+        None  # "Get the app" interstitial on a shop page, returns once (per episode)
+    )
+    rate_app: float | None = None  # Play Store "Rate this app" dialog (per episode)
+    youtube_premium: float | None = None  # YouTube Premium promo sheet (per episode)
+    heads_up: float | None = None  # heads-up notification over the top of the screen (per screen)
+    anr: float | None = None  # app-not-responding dialog (per app screen)
+    layout_variant: float | None = (
+        None  # shop page layout variant: promo banner / cards without pictures (per episode)
+    )
+    result_order: float | None = None  # Google organic results in another order (per episode)
+    sponsored_results: float | None = None  # sponsored results above organic ones (per result page)
+    did_you_mean: float | None = (
+        None  # "Did you mean" rewrite line on Google results (per result page)
+    )
+    slow_load: float | None = (
+        None  # a spinner frame before a page paints, for 2 captures (per loading screen)
+    )
+    misleading_sponsored: float | None = (
+        None  # an ad whose title matches the query but opens another page
+    )
+    fake_close: float | None = None  # promos get a fake close button that opens an ad (per episode)
+
+    def validate(self, key: str) -> None:
+        for name, rate in self.__dict__.items():
+            if rate is not None:
+                _check(0.0 <= rate <= 1.0, f"{key}.{name}", f"rate must be in [0, 1], got {rate}")
+
+    def overrides(self) -> dict[str, float]:
+        """The rates set here, by perturbation name."""
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class DynamicsConfig:
+    """Live-world dynamics of simulated devices: interruptions, drift, misleading content."""
+
+    profile: Literal["static", "live", "hostile"] = "live"  # online collection, eval, sim serve
+    bootstrap_profile: Literal["static", "live", "hostile"] = "static"  # expert demonstrations
+    rates: DynamicsRatesConfig = field(default_factory=DynamicsRatesConfig)  # per-perturbation
+
+    def validate(self, key: str) -> None:
+        self.rates.validate(f"{key}.rates")
+
+
+@dataclass(frozen=True)
 class SimConfig:
     """The embedded simulated Android device farm."""
 
@@ -70,10 +130,11 @@ class SimConfig:
     port: int = 15037  # ADB server port of the embedded farm (0 = any free port)
     devices: int = 8  # devices of `distrl sim serve` (rounds use orchestration's topology)
     seed: int = 0  # seeds content, latency and faults
-    render_scale: float = 0.25  # screenshot pixels per logical pixel (1080x2400 logical screen)
+    render_scale: float = 0.25  # display px per layout px: wm size = screencap = 1080x2400 x this
     expert_mistake_rate: float = 0.0  # probability of a wrong tap / typo / detour per expert step
     latency: LatencyConfig = field(default_factory=LatencyConfig)  # emulator-like latencies
     faults: FaultConfig = field(default_factory=FaultConfig)  # injected faults
+    dynamics: DynamicsConfig = field(default_factory=DynamicsConfig)  # live-world perturbations
 
     def validate(self, key: str) -> None:
         _check(0 <= self.port < 65536, f"{key}.port", "must be a TCP port (0..65535)")

@@ -146,10 +146,16 @@ def run_expert_showcase(cfg: Config, *, tasks_per_split: int, mistake_rate: floa
     print(
         f"Starting a simulated device farm: {cfg.sim.devices} devices "
         f"(latency {'on' if cfg.sim.latency.enabled else 'off'}, "
-        f"faults {'on' if cfg.sim.faults.enabled else 'off'})"
+        f"faults {'on' if cfg.sim.faults.enabled else 'off'}, "
+        f"dynamics {cfg.sim.dynamics.profile})"
     )
     results: list[SplitResult] = []
-    with running_farm(devices=cfg.sim.devices, seed=cfg.sim.seed, sim_cfg=cfg.sim) as farm:
+    with running_farm(
+        devices=cfg.sim.devices,
+        seed=cfg.sim.seed,
+        sim_cfg=cfg.sim,
+        dynamics=cfg.sim.dynamics.profile,
+    ) as farm:
         print(f"ADB server on {farm.host}:{farm.port}; try: adb -P {farm.port} devices")
         with tqdm(total=total, unit="episode", desc="expert", dynamic_ncols=True) as bar:
             for task_set, split, goals in plan:

@@ -122,6 +122,7 @@ def evaluate_on_farm(
     adb_address: tuple[str, int] | None = None,
     max_batch: int | None = None,
     progress: bool = False,
+    dynamics: str | None = None,
 ) -> list[EpisodeResult]:
     """Run every goal once with ``policy`` and judge it with the simulator's oracle.
 
@@ -136,6 +137,9 @@ def evaluate_on_farm(
         adb_address: ``(host, port)`` of a running simulator farm to use instead.
         max_batch: inference batch limit (default ``orchestration.inference_max_batch``).
         progress: show a progress bar.
+        dynamics: live-world profile of the farm started here (``static``, ``live``,
+            ``hostile``; default ``sim.dynamics.profile``). Ignored with ``adb_address`` (switch a
+            running farm's devices with ``simctl dynamics set P``).
 
     Returns:
         One result per goal, in goal order.
@@ -153,7 +157,12 @@ def evaluate_on_farm(
             from distrl_tasks.sim.serving import running_farm
 
             farm = stack.enter_context(
-                running_farm(min(n_devices, len(goals)), seed=cfg.sim.seed, sim_cfg=cfg.sim)
+                running_farm(
+                    min(n_devices, len(goals)),
+                    seed=cfg.sim.seed,
+                    sim_cfg=cfg.sim,
+                    dynamics=dynamics or cfg.sim.dynamics.profile,
+                )
             )
             host, port = farm.host, farm.port
         client = AdbClient(host, port)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from distrl_tasks.config import SimConfig
+from distrl_tasks.sim.dynamics import Dynamics, parse_profile
 from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.realism import DeviceRealism
 from distrl_tasks.sim.shell import Command, DeviceShell
@@ -57,14 +58,28 @@ class DeviceFarm:
     Args:
         n_devices: how many devices (1..256 in configs; any positive number here).
         seed: seeds app content, latency draws and faults; each device derives its own streams.
-        sim_cfg: render scale, latency and fault settings (defaults when None).
+        sim_cfg: render scale, latency, fault and dynamics-rate settings (defaults when None).
+        dynamics: live-world profile of every device (``static``, ``live``, ``hostile``; see
+            :mod:`distrl_tasks.sim.dynamics`). ``static`` unless given: callers that collect or
+            evaluate online pass ``cfg.sim.dynamics.profile``; the rates set in
+            ``sim_cfg.dynamics.rates`` override the profile's.
+
+    Raises:
+        ValueError: ``n_devices`` < 1 or an unknown profile.
     """
 
-    def __init__(self, n_devices: int, seed: int = 0, sim_cfg: SimConfig | None = None) -> None:
+    def __init__(
+        self,
+        n_devices: int,
+        seed: int = 0,
+        sim_cfg: SimConfig | None = None,
+        dynamics: str = "static",
+    ) -> None:
         if n_devices < 1:
             raise ValueError(f"n_devices must be >= 1, got {n_devices}")
         self.cfg = sim_cfg or SimConfig()
         self.seed = seed
+        self.dynamics = parse_profile(dynamics)
         self.devices: dict[str, SimDevice] = {}
         for _ in range(n_devices):
             self.add_device()
@@ -76,12 +91,29 @@ class DeviceFarm:
         dev = SimDevice(
             serial=serial,
             transport_id=i + 1,
-            phone=Phone(serial, seed=(self.seed << 16) + i, render_scale=self.cfg.render_scale),
+            phone=Phone(
+                serial,
+                seed=(self.seed << 16) + i,
+                render_scale=self.cfg.render_scale,
+                dynamics=Dynamics(
+                    self.dynamics,
+                    self.cfg.dynamics.rates.overrides(),
+                    seed=self.seed,
+                    serial=serial,
+                ),
+            ),
             fs=VirtualFS(),
             realism=DeviceRealism(self.cfg.latency, self.cfg.faults, seed=self.seed, serial=serial),
         )
         self.devices[serial] = dev
         return dev
+
+    def set_dynamics(self, profile: str) -> None:
+        """Switch every device to ``profile`` (their next screens are drawn under it)."""
+        self.dynamics = parse_profile(profile)
+        for dev in self.devices.values():
+            dev.phone.dynamics.set_profile(self.dynamics)
+            dev.phone._touch()
 
     @property
     def serials(self) -> list[str]:

@@ -9,7 +9,7 @@ show and what their buttons do.
 from __future__ import annotations
 
 import random
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from distrl_tasks.sim.app import App, Page, Screen
 from distrl_tasks.sim.render import PNG_CACHE
@@ -32,6 +32,9 @@ from distrl_tasks.sim.ui import (
     signature,
     to_uiautomator_xml,
 )
+
+if TYPE_CHECKING:
+    from distrl_tasks.sim.dynamics import Dynamics
 
 KEYCODE_HOME = 3
 KEYCODE_BACK = 4
@@ -56,11 +59,26 @@ class EpisodeTask(Protocol):
 
 
 class Phone:
-    """A simulated device. All coordinates are logical pixels on a 1080x2400 screen."""
+    """A simulated device. Its methods take logical pixels on a 1080x2400 layout.
 
-    def __init__(self, serial: str = "emulator-5554", *, seed: int = 0, render_scale: float = 0.25):
+    The display a client sees over ADB is ``display_size`` (the layout times ``render_scale``):
+    the ADB shell converts ``input`` coordinates and uiautomator bounds between the two, so
+    ``wm size`` equals the screencap's pixel size, as on a real device.
+    """
+
+    def __init__(
+        self,
+        serial: str = "emulator-5554",
+        *,
+        seed: int = 0,
+        render_scale: float = 0.25,
+        dynamics: Dynamics | None = None,
+    ):
         from distrl_tasks.sim.apps import APP_CLASSES  # apps import this module's types
+        from distrl_tasks.sim.dynamics import Dynamics
 
+        # live-world perturbations (static: none); the farm passes one seeded per device
+        self.dynamics = dynamics if dynamics is not None else Dynamics(seed=seed, serial=serial)
         self.serial = serial
         self.seed = seed
         self.render_scale = render_scale
@@ -90,6 +108,8 @@ class Phone:
         self.task = None
         self.task_start: SimState | None = None
         self.just_navigated = False
+        self.nav = 0  # bumped on every navigation; the dynamics draw per new screen
+        self.dynamics.new_episode()
         self._touch()
 
     def _touch(self) -> None:
@@ -107,6 +127,7 @@ class Phone:
         """An app changed its page: drop focus, mark a fresh load (for blank-frame faults)."""
         self.focus = None
         self.just_navigated = True
+        self.nav += 1
         self._touch()
 
     def launch(self, package: str) -> bool:
@@ -122,6 +143,7 @@ class Phone:
         self.focus = None
         self.shade_open = False
         self.just_navigated = True
+        self.nav += 1
         self._touch()
         return True
 
@@ -132,6 +154,8 @@ class Phone:
         self.launcher.reset()
         self.focus = None
         self.shade_open = False
+        self.nav += 1
+        self.dynamics.on_home(self)
         self._touch()
 
     # ----- input ---------------------------------------------------------------------------
@@ -141,6 +165,11 @@ class Phone:
             node = hit_test(self._shade(), x, y)
             if node is None or node.action == "shade:close":
                 self.shade_open = False
+            return
+        self.compose()  # settles the dynamics: an overlay that is due is on screen
+        self.dynamics.on_input(self)
+        if self.dynamics.on_tap(self, x, y):
+            self._touch()
             return
         node = hit_test(self.compose(), x, y)
         if node is None:
@@ -172,6 +201,11 @@ class Phone:
             if dy < 0:
                 self.shade_open = False
             return
+        self.compose()
+        self.dynamics.on_input(self)
+        if self.dynamics.on_swipe(self, x1, y1):
+            return
+        self._touch()  # composed above: what follows changes the screen
         if y1 < STATUS_BAR_H + 40 and dy > 300:
             self.shade_open = True
             self.focus = None
@@ -186,7 +220,8 @@ class Phone:
     def input_text(self, text: str) -> None:
         """Type into the focused field; without focus Android drops the text."""
         self._touch()
-        if self.focus is None:
+        self.dynamics.on_input(self)
+        if self.focus is None or self.dynamics.blocks_typing():
             return
         app = self.front
         app.set_field(self.focus, app.field_text(self.focus) + text)
@@ -195,19 +230,24 @@ class Phone:
         if isinstance(code, str):
             code = KEY_NAMES.get(code.upper(), int(code) if code.isdigit() else -1)
         self._touch()
+        self.compose()
+        self.dynamics.on_input(self)
         if code == KEYCODE_HOME:
             self.go_home()
         elif code == KEYCODE_BACK:
             self.back()
         elif code == KEYCODE_ENTER:
-            if self.focus is not None:
+            if self.focus is not None and not self.dynamics.blocks_typing():
                 rid, app = self.focus, self.front
                 app.on_submit(rid, app.field_text(rid))
         # every other key code is a no-op, as on a phone with no app bound to it
+        self._touch()  # composed above: the key may have changed the screen
 
     def back(self) -> None:
         if self.shade_open:
             self.shade_open = False
+            return
+        if self.dynamics.on_back(self):
             return
         self.focus = None
         if self.front.back():
@@ -220,13 +260,14 @@ class Phone:
         self.recents = [a for a in self.recents if a is not finished]
         self.front = self.recents.pop() if self.recents else self.launcher
         self.just_navigated = True
+        self.nav += 1
 
     # ----- scrolling -----------------------------------------------------------------------
     def _scroll_key(self) -> tuple[str, Page]:
         return (self.front.package, self.front.page)
 
     def _scroll_by(self, delta: float) -> None:
-        screen = self.front.build(self.front.page)
+        screen = self._screen()
         top = _header_bottom(screen)
         content_h = max((n.bounds[3] for n in screen.body), default=top) - top
         viewport = CONTENT_BOTTOM - top
@@ -236,12 +277,18 @@ class Phone:
         self.scroll[key] = int(min(max_scroll, max(0, self.scroll.get(key, 0) + delta)))
 
     # ----- screen --------------------------------------------------------------------------
+    def _screen(self) -> Screen:
+        """The front app's screen as this episode's dynamics show it (drift, slow loads)."""
+        return self.dynamics.transform(self, self.front.build(self.front.page))
+
     def compose(self) -> Node:
-        """The full view tree: status bar, app content (scrolled and clipped), nav bar."""
+        """The full view tree: status bar, app content (scrolled and clipped), nav bar, then
+        any interruption of the live-world dynamics and the notification shade on top."""
+        self.dynamics.settle(self)
         if self._composed is not None and self._composed[0] == self.version:
             return self._composed[1]
         root = Node(cls="android.widget.FrameLayout", bounds=(0, 0, SCREEN_W, SCREEN_H))
-        screen: Screen = self.front.build(self.front.page)
+        screen: Screen = self._screen()
         top = _header_bottom(screen)
         offset = self.scroll.get(self._scroll_key(), 0)
         content = Node(
@@ -265,6 +312,8 @@ class Phone:
         for node in body.children:
             _mark_focus(node, self.focus)
         root.add(content, status_bar(), nav_bar())
+        if self.dynamics.overlay is not None:
+            root.add(self.dynamics.overlay.node)
         if self.shade_open:
             root.add(self._shade())
         self._composed = (self.version, root, signature(root))
@@ -273,10 +322,34 @@ class Phone:
     def screenshot_png(self) -> bytes:
         root = self.compose()
         assert self._composed is not None
-        return PNG_CACHE.get_or_render(root, self.render_scale, self._composed[2])
+        png = PNG_CACHE.get_or_render(root, self.render_scale, self._composed[2])
+        self.dynamics.observed(self)
+        return png
 
     def ui_xml(self) -> str:
-        return to_uiautomator_xml(self.compose(), package=self.front.package)
+        """The hierarchy in logical pixels (what in-process drivers such as the expert read)."""
+        xml = to_uiautomator_xml(self.compose(), package=self.front.package)
+        self.dynamics.observed(self)
+        return xml
+
+    def display_xml(self) -> str:
+        """The hierarchy in display pixels, as ``uiautomator dump`` prints it over ADB."""
+        xml = to_uiautomator_xml(
+            self.compose(), package=self.front.package, scale=self.render_scale
+        )
+        self.dynamics.observed(self)
+        return xml
+
+    @property
+    def display_size(self) -> tuple[int, int]:
+        """Display pixels (width, height): ``wm size`` and the screencap's size."""
+        return max(1, round(SCREEN_W * self.render_scale)), max(
+            1, round(SCREEN_H * self.render_scale)
+        )
+
+    def to_logical(self, v: float) -> float:
+        """A display-pixel coordinate (from ``input``) in logical pixels."""
+        return v / self.render_scale
 
     def _shade(self) -> Node:
         return notification_shade(NOTIFICATIONS, self.notifications)

@@ -49,6 +49,7 @@ def running_farm(
     sim_cfg: SimConfig | None = None,
     port: int = 0,
     host: str | None = None,
+    dynamics: str = "static",
 ) -> Iterator[RunningFarm]:
     """Serve a new farm over ADB on a background thread for the duration of the block.
 
@@ -58,9 +59,11 @@ def running_farm(
         sim_cfg: simulator settings (defaults when None); ``sim_cfg.host`` is the bind address.
         port: TCP port; 0 picks a free one (read it from ``.port``).
         host: overrides the bind address.
+        dynamics: live-world profile of the devices (``static`` unless given; see
+            :class:`~distrl_tasks.sim.farm.DeviceFarm`).
     """
     cfg = sim_cfg or SimConfig()
-    farm = DeviceFarm(devices, seed, cfg)
+    farm = DeviceFarm(devices, seed, cfg, dynamics=dynamics)
     bind = host or cfg.host
     loop = asyncio.new_event_loop()
     server = AdbServer(farm, host=bind, port=port)

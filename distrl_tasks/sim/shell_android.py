@@ -24,13 +24,12 @@ from distrl_tasks.sim.android_packages import (
 )
 from distrl_tasks.sim.apps import LAUNCHER
 from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell
-from distrl_tasks.sim.ui import SCREEN_H, SCREEN_W
 from distrl_tasks.sim.vfs import FsError
 
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone
 
-DENSITY = 420
+DENSITY = 420  # dpi at render scale 0.25 (270x600), the default display
 KEYCODES = {
     "HOME": 3,
     "BACK": 4,
@@ -112,12 +111,12 @@ def _input(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     try:
         if verb == "tap":
             x, y = (float(v) for v in rest[:2]) if len(rest) >= 2 else _bad(verb)
-            phone.tap(x, y)
+            phone.tap(phone.to_logical(x), phone.to_logical(y))
             sh.events.append("input")
         elif verb in ("swipe", "draganddrop"):
             if len(rest) < 4:
                 _bad(verb)
-            x1, y1, x2, y2 = (float(v) for v in rest[:4])
+            x1, y1, x2, y2 = (phone.to_logical(float(v)) for v in rest[:4])
             ms = int(float(rest[4])) if len(rest) > 4 else 300
             phone.swipe(x1, y1, x2, y2, ms)
             sh.events.append("input")
@@ -191,10 +190,16 @@ def _raw_frame(png: bytes) -> bytes:
 
 def _wm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if args[:1] == ["size"]:
-        return f"Physical size: {SCREEN_W}x{SCREEN_H}\n".encode(), b"", 0
+        w, h = sh.phone.display_size
+        return f"Physical size: {w}x{h}\n".encode(), b"", 0
     if args[:1] == ["density"]:
-        return f"Physical density: {DENSITY}\n".encode(), b"", 0
+        return f"Physical density: {_density(sh.phone)}\n".encode(), b"", 0
     return _err("usage: wm [size|density]")
+
+
+def _density(phone: Phone) -> int:
+    # dpi scales with the display so the screen stays the same size in dp at any render scale
+    return max(1, round(DENSITY * phone.render_scale * 4))
 
 
 def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
@@ -202,20 +207,24 @@ def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     pkg = front_package(sh.phone)
     act = activity_of(pkg)
     if service == "display":
+        w, h = sh.phone.display_size
         text = (
             "DISPLAY MANAGER (dumpsys display)\n"
             "  mOnlyCode=false\n"
             "  mDefaultViewport=DisplayViewport{type=INTERNAL, valid=true, isActive=true, "
             "displayId=0, uniqueId='local:4619827259835644672', physicalPort=0, "
-            f"orientation=0, logicalFrame=Rect(0, 0 - {SCREEN_W}, {SCREEN_H}), "
-            f"physicalFrame=Rect(0, 0 - {SCREEN_W}, {SCREEN_H}), "
-            f"deviceWidth={SCREEN_W}, deviceHeight={SCREEN_H}}}\n"
-            f'  mBaseDisplayInfo=DisplayInfo{{"Built-in Screen", displayId 0, real {SCREEN_W} x '
-            f"{SCREEN_H}, largest app {SCREEN_W} x {SCREEN_H}, density {DENSITY}, rotation 0}}\n"
+            f"orientation=0, logicalFrame=Rect(0, 0 - {w}, {h}), "
+            f"physicalFrame=Rect(0, 0 - {w}, {h}), "
+            f"deviceWidth={w}, deviceHeight={h}}}\n"
+            f'  mBaseDisplayInfo=DisplayInfo{{"Built-in Screen", displayId 0, real {w} x '
+            f"{h}, largest app {w} x {h}, density {_density(sh.phone)}, rotation 0}}\n"
         )
     elif service == "window":
+        w, h = sh.phone.display_size
         text = (
             "WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
+            f"  Display: mDisplayId=0 init={w}x{h} {_density(sh.phone)}dpi cur={w}x{h} "
+            f"app={w}x{h} rng={w}x{w}-{h}x{h}\n"
             f"  mCurrentFocus=Window{{5b1e2a4 u0 {pkg}/{pkg}{act}}}\n"
             f"  mFocusedApp=ActivityRecord{{8f3c1d2 u0 {pkg}/{act} t17}}\n"
         )
@@ -243,7 +252,7 @@ def _uiautomator(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         return _err("Usage: uiautomator dump [--compressed] [file]")
     files = [a for a in args[1:] if not a.startswith("--")]
     target = files[0] if files else "/sdcard/window_dump.xml"
-    xml = sh.phone.ui_xml().encode()
+    xml = sh.phone.display_xml().encode()
     sh.events.append("screenshot")  # a hierarchy dump costs about as much as a screencap
     message = f"UI hierchary dumped to: {target}\n".encode()  # sic: Android's own typo
     if target == "/dev/tty":
@@ -256,7 +265,8 @@ def _uiautomator(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 
 def _getprop(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
-    props = {**PROPS, "ro.serialno": sh.phone.serial, "ro.boot.serialno": sh.phone.serial}
+    props = {**PROPS, "ro.sf.lcd_density": str(_density(sh.phone))}
+    props = {**props, "ro.serialno": sh.phone.serial, "ro.boot.serialno": sh.phone.serial}
     if args:
         return (props.get(args[0], args[1] if len(args) > 1 else "") + "\n").encode(), b"", 0
     return "".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())).encode(), b"", 0
@@ -358,7 +368,10 @@ def _monkey(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 
 # ----- simulator control -----------------------------------------------------------------------
-SIMCTL_USAGE = "usage: simctl task set '<goal>' | simctl task check | simctl reset | simctl state"
+SIMCTL_USAGE = (
+    "usage: simctl task set '<goal>' | simctl task check | simctl reset | simctl state"
+    " | simctl dynamics [show | set static|live|hostile]"
+)
 
 
 def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
@@ -368,7 +381,12 @@ def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         sh.events.append("reset")
         return b"", b"", 0
     if args[:1] == ["state"]:
-        return (phone.state().to_json() + "\n").encode(), b"", 0
+        phone.compose()  # what is on screen now, with any due interruption
+        state = json.loads(phone.state().to_json())
+        state["dynamics"] = phone.dynamics.describe()
+        return (json.dumps(state, sort_keys=True) + "\n").encode(), b"", 0
+    if args[:1] == ["dynamics"]:
+        return _simctl_dynamics(phone, args[1:])
     if args[:2] == ["task", "check"]:
         return (json.dumps(phone.check_task()) + "\n").encode(), b"", 0
     if args[:2] == ["task", "set"] and len(args) > 2:
@@ -383,6 +401,21 @@ def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         sh.events.append("reset")
         return (json.dumps({"goal": task.goal, "family": task.family}) + "\n").encode(), b"", 0
     return _err(SIMCTL_USAGE, 2)
+
+
+def _simctl_dynamics(phone: Phone, args: list[str]) -> CmdResult:
+    """``simctl dynamics [show]`` prints the profile and rates; ``set P`` switches profile."""
+    dyn = phone.dynamics
+    if args[:1] == ["set"] and len(args) == 2:
+        try:
+            dyn.set_profile(args[1])
+        except ValueError as exc:
+            return _err(f"simctl: {exc}", 2)
+        phone._touch()
+    elif args not in ([], ["show"]):
+        return _err(SIMCTL_USAGE, 2)
+    out = {"profile": dyn.profile, "rates": dyn.rates, "on_screen": dyn.on_screen()}
+    return (json.dumps(out, sort_keys=True) + "\n").encode(), b"", 0
 
 
 ANDROID_COMMANDS: dict[str, Command] = {

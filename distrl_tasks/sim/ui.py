@@ -1,6 +1,9 @@
 """The view tree of a simulated screen: one structure for pixels, hit-tests and uiautomator XML.
 
-Apps describe each screen as a tree of :class:`Node` in logical pixels (1080x2400). The same tree
+Apps describe each screen as a tree of :class:`Node` in logical pixels (1080x2400); the device's
+display is that layout times the render scale (270x600 at 0.25), and everything a client sees
+over ADB (screencap, ``wm size``, uiautomator bounds, ``input`` coordinates) is in display
+pixels (see :meth:`distrl_tasks.sim.phone.Phone.display_size`). The same tree
 is drawn into the screenshot (:mod:`distrl_tasks.sim.render`), searched by taps, and serialized
 as ``uiautomator dump`` XML, so what an agent sees, what it can touch and what the hierarchy says
 always agree.
@@ -133,15 +136,19 @@ def _bool(v: bool) -> str:
     return "true" if v else "false"
 
 
-def to_uiautomator_xml(root: Node, package: str, rotation: int = 0) -> str:
-    """Serialize the tree as ``uiautomator dump`` writes it (same element and attribute names)."""
+def to_uiautomator_xml(root: Node, package: str, rotation: int = 0, scale: float = 1.0) -> str:
+    """Serialize the tree as ``uiautomator dump`` writes it (same element and attribute names).
+
+    ``scale`` maps logical pixels to display pixels with the renderer's rounding, so the bounds
+    a device reports are exactly where the screenshot draws the node.
+    """
     out: list[str] = [
         "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>",
         f'<hierarchy rotation="{rotation}">',
     ]
 
     def emit(node: Node, index: int, depth: int) -> None:
-        x1, y1, x2, y2 = node.bounds
+        x1, y1, x2, y2 = node.bounds if scale == 1.0 else (round(v * scale) for v in node.bounds)
         attrs = (
             f"index={quoteattr(str(index))} text={quoteattr(node.text)} "
             f"resource-id={quoteattr(node.resource_id)} class={quoteattr(node.cls)} "

@@ -162,6 +162,7 @@ def run(
         episodes_per_device=episodes_per_device,
         split="train",
         progress=progress,
+        dynamics=cfg.sim.dynamics.bootstrap_profile,  # demonstrations: the static world, as AitW
     )
     table = read_shards(out / "demos").select(list(DEMO_COLUMNS))
     demos = demos_from_rows(table.to_pylist())

@@ -107,6 +107,7 @@ def run(
     max_batch: int | None = None,
     max_wait_ms: float | None = None,
     progress: bool = True,
+    dynamics: str | None = None,
 ) -> dict[str, Any]:
     """Collect one round and write its shards; returns a small manifest.
 
@@ -133,6 +134,9 @@ def run(
         max_batch / max_wait_ms: inference server batching (async mode); default
             ``orchestration.inference_max_batch`` / ``inference_max_wait_ms``.
         progress: show tqdm bars.
+        dynamics: live-world profile of the private simulator farm (``static``, ``live``,
+            ``hostile``); default ``sim.dynamics.profile`` (``live``: online collection runs in
+            the live world). Ignored with an external ADB server (its farm has its own profile).
 
     Returns:
         ``shards``, ``trajectories``, ``steps``, ``success_rate``, ``steps_per_s``,
@@ -171,6 +175,7 @@ def run(
                     cfg.orchestration.devices_per_worker,
                     seed=cfg.sim.seed + worker,
                     sim_cfg=cfg.sim,
+                    dynamics=dynamics or cfg.sim.dynamics.profile,
                 )
             )
             host, port = farm.host, farm.port

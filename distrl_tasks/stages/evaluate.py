@@ -129,7 +129,8 @@ def run(
         ``success_rate``, ``mean_steps``, ``invalid_rate`` (rejected actions / steps),
         ``episodes``, ``errors``, ``tasks_key``, ``per_family`` ({family: episodes,
         success_rate, mean_steps, invalid_rate}), ``round``, ``split``,
-        ``task_set``, ``decoding``, ``checkpoint_digest``, ``episodes_file``, ``wall_s`` and
+        ``task_set``, ``decoding``, ``dynamics`` (the farm's profile, ``external`` with
+        ``adb_address``), ``checkpoint_digest``, ``episodes_file``, ``wall_s`` and
         ``reused``.
     """
     task_set = task_set or cfg.env.task_set
@@ -138,7 +139,9 @@ def run(
     key = eval_tasks_key(goals)
     digest = checkpoint_digest(checkpoint_dir)
     mode = "greedy" if greedy else f"sample{seed}"
-    path = manifest_path(workdir, task_set, split, key, digest, mode)
+    # the live world changes the verdicts: a result is reused only under the same profile
+    dynamics = cfg.sim.dynamics.profile if adb_address is None else "external"
+    path = manifest_path(workdir, task_set, split, key, digest, f"{mode}-{dynamics}")
     if path.exists():
         return {**json.loads(path.read_text()), "reused": True}
     policy = build_policy(cfg.agent, checkpoint_dir=checkpoint_dir, seed=seed)
@@ -166,6 +169,7 @@ def run(
         "split": split,
         "task_set": task_set,
         "decoding": mode,
+        "dynamics": dynamics,
         "checkpoint_digest": digest,
         "episodes_file": str(episodes_file),
         "wall_s": wall,

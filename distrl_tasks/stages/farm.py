@@ -131,7 +131,11 @@ def start(
         host,
         "--set",
         f"sim.render_scale={cfg.sim.render_scale}",
+        "--dynamics",  # online collection runs in the live world (sim.dynamics.profile)
+        cfg.sim.dynamics.profile,
     ]
+    for name, rate in cfg.sim.dynamics.rates.overrides().items():
+        argv += ["--set", f"sim.dynamics.rates.{name}={rate}"]
     if cfg.sim.latency.enabled:
         argv += ["--latency", "--set", f"sim.latency.time_scale={cfg.sim.latency.time_scale}"]
     if cfg.sim.faults.enabled:

@@ -1,7 +1,9 @@
 """The scripted expert: solves any parsed task through the UI only, recording AutoUI actions.
 
-Each step reads the UI dump, asks the family's policy (:mod:`.expert_plans`) for the next action,
-optionally replaces it by a seeded mistake (a wrong tap, a typo, a detour through HOME or a wrong
+Each step reads the UI dump, first clears what the live world put in the way (a loading page,
+an interruption: :mod:`.expert_live`), else asks the family's policy (:mod:`.expert_plans`) for
+the next action, optionally replaces it by a seeded mistake (a wrong tap, a typo, a detour through
+HOME or a wrong
 app), performs it through a :class:`~distrl_tasks.tasks.driver.Driver`, and records it in the
 AutoUI vocabulary. The episode ends with STATUS_TASK_COMPLETE when the policy sees the goal on
 screen, or when the step budget runs out. Recorded actions become behaviour-cloning data.
@@ -17,6 +19,7 @@ from typing import Any
 from distrl_tasks.agents.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.driver import AdbDriver, Driver
+from distrl_tasks.tasks.expert_live import interruption, is_loading
 from distrl_tasks.tasks.expert_plans import plan_for
 from distrl_tasks.tasks.expert_screen import Screen
 from distrl_tasks.tasks.expert_skills import KEY_BACK, KEY_ENTER, KEY_HOME, Act
@@ -24,6 +27,7 @@ from distrl_tasks.tasks.parse import parse_goal
 
 _KEY_TYPES = {KEY_HOME: ActionType.PRESS_HOME, KEY_BACK: ActionType.PRESS_BACK}
 _KEY_TYPES[KEY_ENTER] = ActionType.PRESS_ENTER
+MAX_WAITS = 20  # re-reads of a loading screen per episode before acting anyway
 
 
 @dataclass
@@ -70,9 +74,13 @@ class Expert:
 
     def run(self) -> Episode:
         ep = Episode(self.task.goal, self.task.family)
+        waits = 0
         while ep.steps < self.max_steps:
             screen = Screen.parse(self.driver.ui_xml())
-            act = self.plan(screen, self.task.params, self.memo)
+            if is_loading(screen) and waits < MAX_WAITS:
+                waits += 1  # look again: a slow page paints after a frame or two
+                continue
+            act = interruption(screen) or self.plan(screen, self.task.params, self.memo)
             if act is None:
                 self._record(ep, screen, Act("done", why="task complete"))
                 ep.done = True

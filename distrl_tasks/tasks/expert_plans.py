@@ -22,6 +22,7 @@ from distrl_tasks.sim.apps import (
     YOUTUBE,
 )
 from distrl_tasks.tasks.base import Task
+from distrl_tasks.tasks.expert_live import is_sponsored
 from distrl_tasks.tasks.expert_screen import Screen, UINode
 from distrl_tasks.tasks.expert_skills import (
     KEY_BACK,
@@ -126,7 +127,10 @@ def plan_webshop(screen: Screen, p: Mapping[str, str], memo: Memo) -> Act | None
     act = _site_search(screen, site, query, memo)
     if act is not None or step == "search":
         return act
-    first = screen.first(lambda n: n.rid.endswith(":id/product_item"))
+    items = screen.where(lambda n: n.rid.endswith(":id/product_item"))
+    first = next((n for n in items if not is_sponsored(screen, n)), None)
+    if first is None and items:
+        return Act.scroll(screen)  # only ads in view: the organic results are further down
     if first is None:
         return _back("no results to pick from")
     memo["picked"] = True

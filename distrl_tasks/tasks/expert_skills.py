@@ -84,7 +84,9 @@ def open_app(screen: Screen, label: str, package: str, memo: Memo) -> Act | None
         all_apps = screen.by_label("Swipe up to see all apps")
         if all_apps is not None:
             return Act.tap(all_apps, "open the app drawer")
-        return Act("swipe", 540, 1900, 540, 700, why="swipe up to the app drawer")
+        x = screen.width / 2
+        up = (screen.height * 0.79, screen.height * 0.29)
+        return Act("swipe", x, up[0], x, up[1], why="swipe up to the app drawer")
     memo["drawer_scrolls"] = memo.get("drawer_scrolls", 0) + 1
     if memo["drawer_scrolls"] <= 3:
         return Act.scroll(screen)

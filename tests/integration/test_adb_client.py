@@ -84,8 +84,8 @@ def test_shell_exit_codes_and_streams(sim_farm):
     proc = adb(p, "-s", "emulator-5554", "shell", "echo out; echo err >&2; exit 3", check=False)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, b"out\n", b"err\n")
     proc = adb(p, "-s", "emulator-5554", "shell", "wm", "size")
-    assert proc.stdout == b"Physical size: 1080x2400\n"
-    assert b"deviceWidth=1080" in adb(p, "-s", "emulator-5554", "shell", "dumpsys display").stdout
+    assert proc.stdout == b"Physical size: 270x600\n"
+    assert b"deviceWidth=270" in adb(p, "-s", "emulator-5554", "shell", "dumpsys display").stdout
 
 
 def read_line(fd: int, timeout: float = 10.0) -> bytes:
@@ -123,7 +123,7 @@ def test_interactive_shell_over_a_pipe(sim_farm):
         send(b"echo one\n")
         assert read_line(out) == b"one\n"
         send(b"wm size\n")
-        assert read_line(out) == b"Physical size: 1080x2400\n"
+        assert read_line(out) == b"Physical size: 270x600\n"
         send(b"false\necho $?\n")
         assert read_line(out) == b"1\n"
         send(b"exit 3\n")

@@ -58,7 +58,7 @@ def test_observation_and_control(device) -> None:
     assert isinstance(device, Device)
     assert device.screenshot().startswith(b"\x89PNG\r\n\x1a\n")
     assert "<hierarchy" in device.ui_xml()
-    assert device.screen_size() == (1080, 2400)
+    assert device.screen_size() == (270, 600)  # the screencap's pixel size
     assert device.is_healthy()
     device.set_task("Set an alarm for 6pm")
     assert device.check_task()["success"] is False

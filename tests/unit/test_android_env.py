@@ -139,15 +139,16 @@ def test_oracle_stops_the_episode_on_success(env) -> None:
 
 def test_normalized_points_map_to_pixels_and_dual_point_splits_tap_and_swipe(env) -> None:
     env.reset(GOAL)
-    assert env.device.screen_size() == (1080, 2400)
-    assert env.to_pixels((0.5, 0.25)) == (270.0, 1200.0)
+    # the display is the screencap's size (270x600 at the default render scale 0.25)
+    assert env.device.screen_size() == (270, 600)
+    assert env.to_pixels((0.5, 0.25)) == (67.5, 300.0)
     env.step(format_action(tap(0.5, 0.25)))
     env.step(format_action(swipe(0.5, 0.25, 0.5, 0.26)))  # 0.01 apart: still a tap
     env.step(format_action(swipe(0.8, 0.5, 0.2, 0.5)))
     assert env.device.gestures == [
-        ("tap", 270, 1200),
-        ("tap", 270, 1200),
-        ("swipe", 540, 1920, 540, 480),
+        ("tap", 68, 300),
+        ("tap", 68, 300),
+        ("swipe", 135, 480, 135, 120),
     ]
 
 

@@ -34,9 +34,10 @@ def run(sh: DeviceShell, line: str) -> tuple[str, str, int]:
 
 
 def center_of(phone: Phone, **query: str) -> tuple[int, int]:
+    """Centre of a node in display pixels (what `input tap` takes)."""
     for node in phone.compose().walk():
         if all(getattr(node, k) == v for k, v in query.items()):
-            x1, y1, x2, y2 = node.bounds
+            x1, y1, x2, y2 = (round(v * phone.render_scale) for v in node.bounds)
             return (x1 + x2) // 2, (y1 + y2) // 2
     raise AssertionError(f"no node with {query} on screen")
 
@@ -148,7 +149,7 @@ def test_input_without_focus_is_dropped(sh):
 
 
 def test_keyevents_and_swipe_open_and_close_the_drawer(sh):
-    run(sh, "input swipe 540 1800 540 600 200")
+    run(sh, "input swipe 135 450 135 150 200")
     assert sh.phone.state().page == "drawer"
     run(sh, "input keyevent KEYCODE_BACK")
     assert sh.phone.state().page == "home"
@@ -157,7 +158,7 @@ def test_keyevents_and_swipe_open_and_close_the_drawer(sh):
 
 
 def test_tap_on_an_app_icon_launches_it(sh):
-    run(sh, "input swipe 540 1800 540 600 200")
+    run(sh, "input swipe 135 450 135 150 200")
     x, y = center_of(sh.phone, content_desc="Netflix")
     run(sh, f"input tap {x} {y}")
     assert sh.phone.state().app_label == "Netflix"
@@ -192,12 +193,12 @@ def test_uiautomator_dump(sh):
 
 
 def test_outputs_match_what_adbutils_parses(sh):
-    assert run(sh, "wm size")[0] == "Physical size: 1080x2400\n"
+    assert run(sh, "wm size")[0] == "Physical size: 270x600\n"  # the screencap size
     display = run(sh, "dumpsys display")[0]
     m = re.search(
         r"DisplayViewport{.*?valid=true, .*?orientation=(\d+), .*?deviceWidth=(\d+)", display
     )
-    assert m is not None and m.groups() == ("0", "1080")
+    assert m is not None and m.groups() == ("0", "270")
     window = run(sh, "dumpsys window windows")[0]
     m = re.search(r"mCurrentFocus=Window{.*\s+(?P<package>[^\s]+)/(?P<activity>[^\s]+)\}", window)
     assert m is not None and m.group("package") == sh.phone.front.package
@@ -235,7 +236,7 @@ def test_simctl_state_reset_and_task_check(sh):
     assert json.loads(run(sh, "simctl task check")[0])["success"] is False
     sh.phone.set_task(Task("open the drawer", "test_drawer", {}, "general", _InDrawer()))
     assert json.loads(run(sh, "simctl task check")[0])["success"] is False
-    run(sh, "input swipe 540 1800 540 600 200")
+    run(sh, "input swipe 135 450 135 150 200")
     assert json.loads(run(sh, "simctl task check")[0])["success"] is True
     assert run(sh, "simctl reset")[2] == 0 and sh.events == ["reset"]
     assert json.loads(run(sh, "simctl state")[0])["page"] == "home"
