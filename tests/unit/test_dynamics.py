@@ -265,6 +265,20 @@ def test_grid_layout_lays_results_out_in_two_columns_that_open_the_same_products
     assert phone.state() == static.state()  # the second card is the second result
 
 
+def test_search_box_position_puts_the_box_above_the_logo_and_it_still_searches() -> None:
+    phone, _ = phone_with(**only(search_box_position=1.0))
+    open_shop_results(phone)
+    assert shown(phone) == ["search_box_position"]
+    sc = screen(phone)
+    box = sc.by_rid(":id/site_search")
+    sign_in = sc.first(lambda n: n.text == "Sign in")
+    assert box.bounds[3] <= sign_in.bounds[1]  # above the logo line now
+    phone.tap(*box.center)
+    phone.input_text("mouse")  # appends to the field's "laptop" (no clear first)
+    phone.keyevent(66)
+    assert phone.state().page == "site_results" and "mouse" in phone.state().param("query")
+
+
 def test_did_you_mean_shows_a_rewrite_until_the_original_is_searched() -> None:
     for opener in ("shop", "google"):
         phone, _ = phone_with(**only(did_you_mean=1.0))
@@ -292,7 +306,8 @@ def test_did_you_mean_shows_a_rewrite_until_the_original_is_searched() -> None:
 def test_expert_takes_search_instead_and_reads_grids() -> None:
     goals = unique_goals(load_goals("webshop", "test"))[:15]
     goals += [g for g in unique_goals(load_goals("general", "test")) if "search" in g.lower()][:10]
-    phone, _ = phone_with(**only(did_you_mean=1.0, grid_layout=1.0, layout_variant=1.0))
+    rates = only(did_you_mean=1.0, grid_layout=1.0, layout_variant=1.0, search_box_position=1.0)
+    phone, _ = phone_with(**rates)
     wins = 0
     for goal in goals:
         task = parse_goal(goal)

@@ -12,7 +12,7 @@ import dataclasses
 
 from distrl_tasks.sim.app import make_action
 from distrl_tasks.sim.ui import SCREEN_W, Node, Style
-from distrl_tasks.sim.web import PRODUCT_ID, RESULT_ID
+from distrl_tasks.sim.web import PRODUCT_ID, RESULT_ID, SITE_SEARCH_ID
 
 AD_URL = "https://www.googleadservices.com/pagead/aclk"
 SPONSORED = "Sponsored"
@@ -222,6 +222,20 @@ def compact_cards(body: list[Node]) -> list[Node]:
         ]
         out.append(dataclasses.replace(n, children=moved))
     return out
+
+
+def search_box_on_top(body: list[Node]) -> list[Node]:
+    """Layout variant: the shop bar has its search box above the logo line, not under it."""
+    bar = next((n for n in body if any(c.resource_id == SITE_SEARCH_ID for c in n.children)), None)
+    if bar is None:
+        return body
+    box_top = min(c.bounds[1] for c in bar.children if c.resource_id == SITE_SEARCH_ID)
+    logo_top = min(c.bounds[1] for c in bar.children)
+    up = box_top - logo_top
+    down = max(c.bounds[3] for c in bar.children if c.bounds[1] >= box_top) - box_top + 25
+    kids = [shifted(c, -up if c.bounds[1] >= box_top else down) for c in bar.children]
+    moved = dataclasses.replace(bar, children=kids)
+    return [moved if n is bar else n for n in body]
 
 
 GRID_H = 520  # height of a product card in the grid layout

@@ -248,6 +248,9 @@ class Dynamics:
                 body = drift.promo_banner(body, shop)
             if variant in (1, 2):
                 body = drift.compact_cards(body)
+        if self.armed["search_box_position"]:
+            self.applied.add("search_box_position")
+            body = drift.search_box_on_top(body)
         if page.name == "site_results" and self.armed["grid_layout"]:
             self.applied.add("grid_layout")
             body = drift.grid_cards(body)
@@ -265,6 +268,7 @@ class Dynamics:
             self._fire_once("result_order")
         if page.name.startswith("site_") and page.get("site") in _shops():
             self._fire_once("layout_variant")
+            self._fire_once("search_box_position")
         if page.name == "site_results" and page.get("site") in _shops():
             self._fire_once("grid_layout")
 
