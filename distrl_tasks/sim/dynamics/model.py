@@ -226,7 +226,7 @@ class Dynamics:
         return body
 
     def _rewrite(self, app: Any, page: Any, body: list) -> list:
-        """ "Did you mean": a result page shows the results of a near-miss query instead, with a
+        """Did you mean: a result page shows the results of a near-miss query instead, with a
         "Search instead for <original>" link. The page (and so the state) keeps the original
         query; a product opened from these results is the rewrite's, so the agent must take
         the link (it opens the original with ``nfpr=1``: no rewrite, as on Google)."""
