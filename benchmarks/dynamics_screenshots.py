@@ -2,7 +2,8 @@
 
 Usage: ``.venv/bin/python benchmarks/dynamics_screenshots.py [--out docs]``. Writes
 ``dynamics_interruptions.png`` (permission dialog, Chrome's sync sheet, a heads-up, an ANR
-dialog) and ``dynamics_drift.png`` (a shop's results under static, live and hostile).
+dialog) and ``dynamics_drift.png`` (a shop's results under static, live and hostile, and live's
+grid layout showing a rewritten query's results).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def main() -> None:
     static = shop(phone("static"))
     live = shop(phone("live", sponsored_results=1.0, layout_variant=1.0))
     hostile = shop(phone("hostile", misleading_sponsored=1.0, cookie_consent=1.0))
-    strip([shot(p) for p in (static, live, hostile)]).save(out / "dynamics_drift.png")
+    rewrite = shop(phone("live", grid_layout=1.0, did_you_mean=1.0))
+    strip([shot(p) for p in (static, live, hostile, rewrite)]).save(out / "dynamics_drift.png")
     print(f"wrote {out / 'dynamics_interruptions.png'} and {out / 'dynamics_drift.png'}")
 
 

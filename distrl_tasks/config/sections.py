@@ -87,10 +87,12 @@ class DynamicsRatesConfig:
     layout_variant: float | None = (
         None  # shop page layout variant: promo banner / cards without pictures (per episode)
     )
+    search_box_position: float | None = None  # shop search box above the logo line (per episode)
+    grid_layout: float | None = None  # shop results as a two-column grid, not a list (per episode)
     result_order: float | None = None  # Google organic results in another order (per episode)
     sponsored_results: float | None = None  # sponsored results above organic ones (per result page)
     did_you_mean: float | None = (
-        None  # "Did you mean" rewrite line on Google results (per result page)
+        None  # results for a rewritten query + "Search instead for" link (per result page)
     )
     slow_load: float | None = (
         None  # a spinner frame before a page paints, for 2 captures (per loading screen)

@@ -3,8 +3,9 @@
 Before its plan acts, the expert clears what the live-world dynamics put in the way: it waits
 out a loading spinner, swipes a heads-up notification away, and dismisses dialogs, sheets,
 banners and interstitials with their *declining* button ("Don't allow", "No thanks", "Wait",
-...), never with an unlabeled close glyph (which may be a fake that opens an ad). Plans skip
-results marked "Sponsored" or "Ad" (see :func:`is_sponsored`).
+...), never with an unlabeled close glyph (which may be a fake that opens an ad). When a site
+shows results for a rewritten query ("Showing results for ..."), it takes the "Search instead
+for <original>" link. Plans skip results marked "Sponsored" or "Ad" (see :func:`is_sponsored`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def interruption(screen: Screen) -> Act | None:
         )
         if button is not None:
             return Act.tap(button, f"dismiss: {button.label}")
+    instead = screen.first(
+        lambda n: n.clickable and n.label.lower().startswith("search instead for ")
+    )
+    if instead is not None:
+        return Act.tap(instead, "results are for a rewritten query: search the original")
     return None
 
 

@@ -73,6 +73,16 @@ def test_expert_over_adb_under_hostile_clears_interruptions() -> None:
         assert "dismiss: Reject all" in plans
 
 
+def test_expert_over_adb_takes_search_instead_on_a_rewritten_grid() -> None:
+    names = ("did_you_mean", "grid_layout", "search_box_position")
+    cfg = load_config(None, {f"sim.dynamics.rates.{n}": 1.0 for n in names})
+    goal = "Go to bestbuy.com, search for 'razer blade', and select the first entry"
+    with running_farm(1, sim_cfg=cfg.sim, dynamics="live") as rf:
+        out = run_expert(rf.host, rf.port, "emulator-5554", goal)
+        plans = " ".join(a["action"] for a in out["actions"])
+        assert out["success"] and "search the original" in plans, plans
+
+
 def test_sim_serve_dynamics_flag() -> None:
     bad = subprocess.run(
         [sys.executable, "-m", "distrl_tasks.cli", "sim", "serve", "--dynamics", "wild"],

@@ -245,6 +245,78 @@ def test_sponsored_results_push_organic_ones_down_and_misleading_ones_copy_title
     assert phone.state().param("query") != "laptop"
 
 
+def test_grid_layout_lays_results_out_in_two_columns_that_open_the_same_products() -> None:
+    static, _ = phone_with("static")
+    open_shop_results(static)
+    organic = screen(static).where(lambda n: n.rid.endswith(":id/product_item"))
+    phone, _ = phone_with(**only(grid_layout=1.0))
+    open_shop_results(phone)
+    assert "grid_layout" in shown(phone)
+    cards = screen(phone).where(lambda n: n.rid.endswith(":id/product_item"))
+    # same results in the same order (more of them fit on the screen)
+    assert len(cards) > len(organic) and [c.desc for c in cards[: len(organic)]] == [
+        o.desc for o in organic
+    ]
+    (ax1, ay1, ax2, _), (bx1, by1, _, _) = cards[0].bounds, cards[1].bounds
+    assert ay1 == by1 and ax2 <= bx1 and ax2 - ax1 < screen(phone).width // 2 + 1
+    assert cards[2].bounds[1] > ay1 and cards[2].bounds[0] == ax1  # the next row
+    phone.tap(*cards[1].center)
+    static.tap(*organic[1].center)
+    assert phone.state() == static.state()  # the second card is the second result
+
+
+def test_search_box_position_puts_the_box_above_the_logo_and_it_still_searches() -> None:
+    phone, _ = phone_with(**only(search_box_position=1.0))
+    open_shop_results(phone)
+    assert shown(phone) == ["search_box_position"]
+    sc = screen(phone)
+    box = sc.by_rid(":id/site_search")
+    sign_in = sc.first(lambda n: n.text == "Sign in")
+    assert box.bounds[3] <= sign_in.bounds[1]  # above the logo line now
+    phone.tap(*box.center)
+    phone.input_text("mouse")  # appends to the field's "laptop" (no clear first)
+    phone.keyevent(66)
+    assert phone.state().page == "site_results" and "mouse" in phone.state().param("query")
+
+
+def test_did_you_mean_shows_a_rewrite_until_the_original_is_searched() -> None:
+    for opener in ("shop", "google"):
+        phone, _ = phone_with(**only(did_you_mean=1.0))
+        if opener == "shop":
+            open_shop_results(phone, query="laptop")
+        else:
+            phone.launch(CHROME)
+            phone.apps[CHROME].open_search("laptop")
+        sc = screen(phone)
+        assert sc.first(lambda n: n.text == "Showing results for laptops") is not None
+        assert phone.state().param("query") == "laptop"  # the page is still the original's
+        if opener == "shop":
+            first = sc.first(lambda n: n.rid.endswith(":id/product_item"))
+            assert "laptop" not in first.desc.lower().split()  # the rewrite's products
+            shop_phone, _ = phone_with(**only(did_you_mean=1.0))
+            open_shop_results(shop_phone, query="laptop")
+            shop_phone.tap(*first.center)
+            assert shop_phone.state().param("query") == "laptops"
+        tap_label(phone, "Search instead for laptop")
+        sc = screen(phone)
+        assert sc.first(lambda n: n.text.startswith("Showing results for")) is None
+        assert phone.state().param("query") == "laptop" and phone.state().param("nfpr") == "1"
+
+
+def test_expert_takes_search_instead_and_reads_grids() -> None:
+    goals = unique_goals(load_goals("webshop", "test"))[:15]
+    goals += [g for g in unique_goals(load_goals("general", "test")) if "search" in g.lower()][:10]
+    rates = only(did_you_mean=1.0, grid_layout=1.0, layout_variant=1.0, search_box_position=1.0)
+    phone, _ = phone_with(**rates)
+    wins = 0
+    for goal in goals:
+        task = parse_goal(goal)
+        phone.set_task(task)
+        solve(phone, task)
+        wins += phone.check_task()["success"]
+    assert wins == len(goals), wins
+
+
 # ----- reproducibility, state, expert --------------------------------------------------------
 def trace(serial: str, seed: int = 3) -> list[list[str]]:
     phone, _ = phone_with("hostile", seed=seed, serial=serial)
@@ -310,5 +382,9 @@ def test_config_rates_reach_the_farm_devices() -> None:
     assert dyn.rates["anr"] == 0.75  # the override applies to every live profile
     with pytest.raises(ConfigError, match=r"sim\.dynamics\.rates\.anr"):
         load_config(None, {"sim.dynamics.rates.anr": 1.01})
+    for key in ("grid_layout", "did_you_mean"):
+        assert load_config(None, {f"sim.dynamics.rates.{key}": 0.4}).sim.dynamics.rates.overrides()
+        with pytest.raises(ConfigError, match=rf"sim\.dynamics\.rates\.{key}"):
+            load_config(None, {f"sim.dynamics.rates.{key}": -0.1})
     with pytest.raises(ValueError, match="unknown dynamics profile"):
         DeviceFarm(1, dynamics="wild")

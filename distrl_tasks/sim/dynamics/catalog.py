@@ -38,9 +38,11 @@ PERTURBATIONS: tuple[Perturbation, ...] = (
     Perturbation("anr", "interruption", "screen", "any new app screen"),
     # drift: the same goal looks different from episode to episode
     Perturbation("layout_variant", "drift", "episode", "shop pages"),
+    Perturbation("search_box_position", "drift", "episode", "shop pages"),
+    Perturbation("grid_layout", "drift", "episode", "shop result pages"),
     Perturbation("result_order", "drift", "episode", "Google result pages"),
     Perturbation("sponsored_results", "drift", "screen", "Google and shop result pages"),
-    Perturbation("did_you_mean", "drift", "screen", "Google result pages"),
+    Perturbation("did_you_mean", "drift", "screen", "Google and shop result pages"),
     Perturbation("slow_load", "drift", "screen", "a page or app load"),
     # misleading content (hostile only by default)
     Perturbation("misleading_sponsored", "misleading", "screen", "Google and shop result pages"),
@@ -60,6 +62,8 @@ _LIVE = {
     "heads_up": 0.05,
     "anr": 0.02,
     "layout_variant": 0.5,
+    "search_box_position": 0.3,
+    "grid_layout": 0.3,
     "result_order": 0.3,
     "sponsored_results": 0.3,
     "did_you_mean": 0.1,

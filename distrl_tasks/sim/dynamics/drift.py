@@ -12,7 +12,7 @@ import dataclasses
 
 from distrl_tasks.sim.app import make_action
 from distrl_tasks.sim.ui import SCREEN_W, Node, Style
-from distrl_tasks.sim.web import PRODUCT_ID, RESULT_ID
+from distrl_tasks.sim.web import PRODUCT_ID, RESULT_ID, SITE_SEARCH_ID
 
 AD_URL = "https://www.googleadservices.com/pagead/aclk"
 SPONSORED = "Sponsored"
@@ -83,32 +83,60 @@ def serp_sponsored(body: list[Node], query: str, *, misleading: bool) -> list[No
     return insert_at(body, y, [*block, _spacer(y + 140, 40)])
 
 
-def did_you_mean(body: list[Node], query: str) -> list[Node]:
-    """A "Did you mean" line under the search box, linking to a rewritten query."""
-    tab = next((n for n in body if (n.action or "").startswith("serp:tab:")), None)
-    if tab is None:
-        return body
-    y = tab.bounds[1]
-    rewrite = _rewrite(query)
-    node = Node(
-        cls="android.widget.TextView",
-        bounds=(40, y, SCREEN_W - 40, y + 80),
-        text=f"Did you mean: {rewrite}",
-        content_desc=f"Did you mean: {rewrite}",
-        clickable=True,
-        action=f"nav:{rewrite}",
-        style=Style(size=36, fg="#1a0dab"),
-    )
-    return insert_at(body, y, [node, _spacer(y + 80, 20)])
-
-
-def _rewrite(query: str) -> str:
+def rewritten_query(query: str) -> str:
+    """The near-miss a site's spelling correction turns ``query`` into (its last word's plural
+    toggled: "laptop" -> "laptops", "shoes" -> "shoe")."""
     words = query.split()
     if not words:
         return query
     last = words[-1]
     words[-1] = last[:-1] if last.endswith("s") and len(last) > 3 else last + "s"
     return " ".join(words)
+
+
+def showing_results_for(body: list[Node], rewrite: str, original_action: str) -> list[Node]:
+    """The lines a site puts above the results it shows for a rewritten query: "Showing results
+    for <rewrite>" and a "Search instead for <original>" link (``original_action`` opens the
+    original query with the rewrite turned off, as Google's ``nfpr=1``)."""
+    y = _results_top(body)
+    if y is None:
+        return body
+    original = _query_of(original_action)
+    shown = Node(
+        cls="android.widget.TextView",
+        bounds=(40, y, SCREEN_W - 40, y + 60),
+        text=f"Showing results for {rewrite}",
+        style=Style(size=34, fg="#202124"),
+    )
+    link = Node(
+        cls="android.widget.TextView",
+        bounds=(40, y + 60, SCREEN_W - 40, y + 130),
+        text=f"Search instead for {original}",
+        content_desc=f"Search instead for {original}",
+        resource_id=SEARCH_INSTEAD_ID,
+        clickable=True,
+        action=original_action,
+        style=Style(size=34, fg="#1a0dab"),
+    )
+    return insert_at(body, y, [shown, link, _spacer(y + 130, 20)])
+
+
+SEARCH_INSTEAD_ID = "com.android.chrome:id/search_instead"
+
+
+def _results_top(body: list[Node]) -> int | None:
+    """Where results start: under Google's tabs, or above a shop's first product."""
+    tab = next((n for n in body if (n.action or "").startswith("serp:tab:")), None)
+    if tab is not None:
+        return tab.bounds[3] + 10
+    first = next((n for n in body if n.resource_id == PRODUCT_ID), None)
+    return None if first is None else first.bounds[1]
+
+
+def _query_of(action: str) -> str:
+    from distrl_tasks.sim.app import parse_action
+
+    return parse_action(action.removeprefix("open:"))[1].get("query", "")
 
 
 def reorder_results(body: list[Node]) -> list[Node]:
@@ -194,6 +222,55 @@ def compact_cards(body: list[Node]) -> list[Node]:
         ]
         out.append(dataclasses.replace(n, children=moved))
     return out
+
+
+def search_box_on_top(body: list[Node]) -> list[Node]:
+    """Layout variant: the shop bar has its search box above the logo line, not under it."""
+    bar = next((n for n in body if any(c.resource_id == SITE_SEARCH_ID for c in n.children)), None)
+    if bar is None:
+        return body
+    box_top = min(c.bounds[1] for c in bar.children if c.resource_id == SITE_SEARCH_ID)
+    logo_top = min(c.bounds[1] for c in bar.children)
+    up = box_top - logo_top
+    down = max(c.bounds[3] for c in bar.children if c.bounds[1] >= box_top) - box_top + 25
+    kids = [shifted(c, -up if c.bounds[1] >= box_top else down) for c in bar.children]
+    moved = dataclasses.replace(bar, children=kids)
+    return [moved if n is bar else n for n in body]
+
+
+GRID_H = 520  # height of a product card in the grid layout
+
+
+def grid_cards(body: list[Node]) -> list[Node]:
+    """Layout variant: the result list as a two-column grid (picture on top of the text);
+    what follows the results moves up by the height saved."""
+    idx = [i for i, n in enumerate(body) if n.resource_id == PRODUCT_ID]
+    if len(idx) < 2:
+        return body
+    a, b = idx[0], idx[-1]
+    rows = [n for n in body[a : b + 1] if n.resource_id == PRODUCT_ID]
+    top, half = rows[0].bounds[1], SCREEN_W // 2
+    cards = [
+        _grid_card(row, (k % 2) * half, top + (k // 2) * (GRID_H + 10), half)
+        for k, row in enumerate(rows)
+    ]
+    dy = cards[-1].bounds[3] - body[b].bounds[3]
+    return [*body[:a], *cards, *(shifted(n, dy) for n in body[b + 1 :])]
+
+
+def _grid_card(row: Node, x0: int, y0: int, w: int) -> Node:
+    images = [c for c in row.children if c.cls == "android.widget.ImageView"]
+    texts = [c for c in row.children if c.cls != "android.widget.ImageView"]
+    kids: list[Node] = []
+    y = y0 + 20
+    for img in images[:1]:
+        kids.append(dataclasses.replace(img, bounds=(x0 + 20, y, x0 + w - 20, y + 200)))
+        y += 215
+    for line, (h, size) in zip(texts, ((60, 32), (50, 28), (70, 44), (50, 28)), strict=False):
+        style = dataclasses.replace(line.style, size=size)
+        kids.append(dataclasses.replace(line, bounds=(x0 + 20, y, x0 + w - 20, y + h), style=style))
+        y += h + 5
+    return dataclasses.replace(row, bounds=(x0, y0, x0 + w, y0 + GRID_H), children=kids)
 
 
 def _spacer(y: int, h: int) -> Node:

@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from distrl_tasks.sim.app import Screen
+from distrl_tasks.sim.app import Page, Screen, make_action
 from distrl_tasks.sim.apps import CHROME, LAUNCHER, MAPS, PLAY_STORE, SETTINGS, YOUTUBE
 from distrl_tasks.sim.dynamics import drift, overlays
 from distrl_tasks.sim.dynamics.catalog import BY_NAME, NAMES, parse_profile, profile_rates
@@ -199,10 +199,9 @@ class Dynamics:
             return screen
         page, body = app.page, screen.body
         if page.name == "serp":
-            query = page.get("query")
-            body = self._serp(body, query)
+            body = self._serp(self._rewrite(app, page, body), page.get("query"))
         elif page.name.startswith("site_") and page.get("site") in _shops():
-            body = self._shop(body, page)
+            body = self._shop(self._rewrite(app, page, body), page)
         if body is screen.body:
             return screen
         return Screen(screen.header, body, screen.loads, screen.background)
@@ -224,9 +223,21 @@ class Dynamics:
             body = drift.serp_sponsored(body, query, misleading=True)
         if self._once("sponsored_results"):
             body = drift.serp_sponsored(body, query, misleading=False)
-        if self._once("did_you_mean"):
-            body = drift.did_you_mean(body, query)
         return body
+
+    def _rewrite(self, app: Any, page: Any, body: list) -> list:
+        """Did you mean: a result page shows the results of a near-miss query instead, with a
+        "Search instead for <original>" link. The page (and so the state) keeps the original
+        query; a product opened from these results is the rewrite's, so the agent must take
+        the link (it opens the original with ``nfpr=1``: no rewrite, as on Google)."""
+        query = page.get("query")
+        results = page.name in ("serp", "site_results")
+        if not results or not query or page.get("nfpr") == "1" or not self._once("did_you_mean"):
+            return body
+        rewrite = drift.rewritten_query(query)
+        shown = app.build(Page(page.name, {**page.params, "query": rewrite})).body
+        back = "open:" + make_action(page.name, **{**page.params, "nfpr": "1"})
+        return drift.showing_results_for(shown, rewrite, back)
 
     def _shop(self, body: list, page: Any) -> list:
         site, shop = page.get("site"), _shops()[page.get("site")].name
@@ -237,6 +248,12 @@ class Dynamics:
                 body = drift.promo_banner(body, shop)
             if variant in (1, 2):
                 body = drift.compact_cards(body)
+        if self.armed["search_box_position"]:
+            self.applied.add("search_box_position")
+            body = drift.search_box_on_top(body)
+        if page.name == "site_results" and self.armed["grid_layout"]:
+            self.applied.add("grid_layout")
+            body = drift.grid_cards(body)
         if page.name == "site_results":
             query = page.get("query")
             if self._once("misleading_sponsored"):
@@ -251,6 +268,9 @@ class Dynamics:
             self._fire_once("result_order")
         if page.name.startswith("site_") and page.get("site") in _shops():
             self._fire_once("layout_variant")
+            self._fire_once("search_box_position")
+        if page.name == "site_results" and page.get("site") in _shops():
+            self._fire_once("grid_layout")
 
     # ----- input (True: the dynamics consumed it) --------------------------------------------
     def observed(self, phone: Phone) -> None:
