@@ -128,8 +128,10 @@ def run(
     if latest is not None:
         learner.load_checkpoint(latest)
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
-    # critic warm-up first, then the actor (bumps learner.policy_version)
-    metrics = learner.train_round(replay, steps, critic_steps=critic_steps)
+    # a fresh critic is pre-fitted until its loss plateaus (algorithm.critic_prefit); then the
+    # critic warm-up, then the actor (bumps learner.policy_version)
+    prefit = cfg.algorithm.critic_prefit if latest is None else None
+    metrics = learner.train_round(replay, steps, critic_steps=critic_steps, prefit=prefit)
     learner.save_checkpoint(f"round-{round:06d}")
     out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {
