@@ -194,6 +194,23 @@ class Learner:
                 metrics.update(calibrate(replay))
         return metrics
 
+    def update(self, replay: ReplayBuffer) -> dict[str, float]:
+        """One full optimizer step on ``replay`` (the continuous learner's unit); its metrics.
+
+        The caller runs ``algorithm.prepare_round`` when the replay changed enough (the
+        continuous learner does at every published version).
+        """
+        for module in self.modules.values():
+            module.train()
+        values: dict[str, list[float]] = defaultdict(list)
+
+        def record(metrics: dict[str, float]) -> None:
+            for name, value in metrics.items():
+                values[name].append(float(value))
+
+        self._optimizer_step(replay, record, critic_only=False)
+        return {name: float(np.mean(v)) for name, v in values.items()}
+
     def prefit_critic(self, replay: ReplayBuffer, rule: CriticPrefitConfig) -> dict[str, float]:
         """Fit the critic alone: bias at ``logit(mean target)``, then steps until a plateau.
 

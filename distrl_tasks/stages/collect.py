@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
@@ -27,7 +28,8 @@ from distrl_tasks.orchestration import modes
 from distrl_tasks.runners.collector import CollectResult, collect_async, collect_sync
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
-from distrl_tasks.stages.common import raw_dir
+from distrl_tasks.stages import curriculum
+from distrl_tasks.stages.common import labeled_dir, raw_dir
 from distrl_tasks.tasks.taskset import load_goals
 
 
@@ -36,11 +38,15 @@ def manifest_path(out_dir: str | os.PathLike, round_: int, worker: int) -> Path:
 
 
 def sample_goals(
-    goals: list[str], serials: list[str], episodes: int, seed: str
+    goals: list[str],
+    serials: list[str],
+    episodes: int,
+    seed: str,
+    probabilities: np.ndarray | None = None,
 ) -> dict[str, list[str]]:
-    """``episodes`` goals per device, drawn with a seeded RNG (same seed -> same plan)."""
-    rng = random.Random(seed)
-    return {s: [rng.choice(goals) for _ in range(episodes)] for s in serials}
+    """``episodes`` goals per device, drawn with a seeded RNG (same seed -> same plan);
+    weighted by ``probabilities`` (the curriculum, :mod:`.curriculum`) when given."""
+    return curriculum.plan_goals(goals, serials, episodes, seed, probabilities)
 
 
 def _policy(cfg: Config, policy: object, seed: int) -> object:
@@ -208,7 +214,13 @@ def run(
             )
             for s in serials
         ]
-        plan = sample_goals(goals, serials, episodes, f"{cfg.sim.seed}/{round}/{worker}/{split}")
+        probs, curriculum_info = (
+            curriculum.curriculum_probabilities(cfg, goals, labeled_dir(cfg, workdir))
+            if split == "train"
+            else (None, {})
+        )
+        seed = f"{cfg.sim.seed}/{round}/{worker}/{split}"
+        plan = sample_goals(goals, serials, episodes, seed, probs)
         oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and kind == "sim" else None
         if policy is None:
             policy, policy_version = behavior_policy(cfg, workdir)
@@ -234,6 +246,7 @@ def run(
         "devices": serials,
         "shards": shards,
         **result.stats.as_dict(),
+        **curriculum_info,
         "reused": False,
     }
     tmp = mpath.with_suffix(".json.tmp")
