@@ -26,6 +26,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from distrl_tasks.algorithms.learner import Learner
+from distrl_tasks.config import CriticPrefitConfig
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.runners.versions import VersionBoard
 
@@ -52,6 +53,7 @@ class ContinuousLearner:
         publish_every_s: ``T`` (0 = only every ``K`` updates).
         snapshot: Turns the learner's policy into what actors run (default :func:`frozen_copy`).
         poll_s: How long an idle learner waits for data before checking ``stop`` again.
+        prefit: Pre-fit the (fresh) critic before the first update (:meth:`Learner.prefit_critic`).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class ContinuousLearner:
         publish_every_s: float = 0.0,
         snapshot: Callable[[object], object] = frozen_copy,
         poll_s: float = 0.05,
+        prefit: CriticPrefitConfig | None = None,
     ) -> None:
         if publish_every_updates < 1 or publish_every_s < 0:
             raise ValueError(
@@ -73,6 +76,8 @@ class ContinuousLearner:
         self.learner, self.replay, self.board = learner, replay, board
         self.k, self.t = int(publish_every_updates), float(publish_every_s)
         self.snapshot, self.poll_s = snapshot, float(poll_s)
+        self.prefit = prefit if prefit is not None and prefit.enabled else None
+        self.prefit_metrics: dict[str, float] = {}
         self._incoming: queue.SimpleQueue[pa.Table] = queue.SimpleQueue()
         self.updates = 0
         self.idle_s = 0.0
@@ -113,6 +118,9 @@ class ContinuousLearner:
                     break
                 self.idle_s += time.monotonic() - t0
                 continue
+            if self.prefit is not None:  # the first data: fit the critic before trusting it
+                self.prefit_metrics = self.learner.prefit_critic(self.replay, self.prefit)
+                self.prefit = None
             if stale_filters:
                 self.learner.algorithm.prepare_round(self.replay)
                 stale_filters = False
@@ -134,6 +142,7 @@ class ContinuousLearner:
         """Replay ratio reached, idle share, versions published and mean update metrics."""
         transitions = self.board.transitions
         out = {k: self._sums[k] / self._counts[k] for k in sorted(self._sums)}
+        out.update(self.prefit_metrics)
         out.update(
             {
                 "async/updates": float(self.updates),

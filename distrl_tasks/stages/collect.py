@@ -85,6 +85,28 @@ def _snapshot_loader(cfg: Config, serial: str):
     return lambda: console_command(port, f"avd snapshot load {cfg.env.avd_snapshot}")
 
 
+def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[AndroidEnv]:
+    """One env per device serial at the ADB server ``host:port`` (``env.*`` settings)."""
+    encoder = build_image_encoder(cfg.agent)
+    kind = cfg.env.device_kind
+    return [
+        AndroidEnv(
+            AdbDevice(
+                s,
+                host,
+                port,
+                kind=kind,
+                timeout_s=cfg.env.command_timeout_s,
+                snapshot_loader=_snapshot_loader(cfg, s) if kind == "emulator" else None,
+            ),
+            encoder,
+            cfg.env,
+            task_set=cfg.env.task_set,
+        )
+        for s in serials
+    ]
+
+
 def _reuse(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
@@ -197,23 +219,7 @@ def run(
             serials = serials[worker * per : (worker + 1) * per]
             if not serials:
                 raise RuntimeError(f"worker {worker} has no devices at {host}:{port}")
-        encoder = build_image_encoder(cfg.agent)
-        envs = [
-            AndroidEnv(
-                AdbDevice(
-                    s,
-                    host,
-                    port,
-                    kind=kind,
-                    timeout_s=cfg.env.command_timeout_s,
-                    snapshot_loader=_snapshot_loader(cfg, s) if kind == "emulator" else None,
-                ),
-                encoder,
-                cfg.env,
-                task_set=task_set,
-            )
-            for s in serials
-        ]
+        envs = open_envs(cfg, host, port, serials)
         probs, curriculum_info = (
             curriculum.curriculum_probabilities(cfg, goals, labeled_dir(cfg, workdir))
             if split == "train"
