@@ -26,6 +26,7 @@ between DAG runs); they follow the same replay ratio, since the train stage take
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from typing import Any
@@ -217,12 +218,9 @@ def _finish(cfg, workdir, round_, learner, result, report, start, t0, dim) -> Ro
             "round": round_,
             "algorithm": cfg.algorithm.name,
             "policy_version": learner.policy_version,
-        },  # fmt: skip
+        },
     )
-    if out.exists():
-        import shutil
-
-        shutil.rmtree(out)
+    shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     train = {
         "round": round_,
