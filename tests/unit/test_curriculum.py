@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 from collections import Counter
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from distrl_tasks.config import CurriculumConfig, config_from_dict
 from distrl_tasks.data.shards import write_shard
@@ -15,6 +17,15 @@ from distrl_tasks.stages.collect import sample_goals
 
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
 DIM = 4
+
+
+def _png() -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (2, 2)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+PNG = _png()
 
 
 def rows(tid: str, task: str, success: bool, round_: int, n: int = 2) -> list[dict]:
@@ -32,10 +43,10 @@ def rows(tid: str, task: str, success: bool, round_: int, n: int = 2) -> list[di
             "action": '"action_type": "PRESS_HOME"',
             "action_type": "PRESS_HOME",
             "invalid": False,
-            "screenshot_png": None,
-            "final_screenshot_png": None,
+            "screenshot_png": PNG,
+            "final_screenshot_png": PNG if t == n - 1 else None,
             "image_features": np.zeros(DIM),
-            "final_image_features": None,
+            "final_image_features": np.zeros(DIM) if t == n - 1 else None,
             "behavior_log_prob": -1.0,
             "reward": float(success and t == n - 1),
             "penalty": 0.0,
