@@ -102,6 +102,10 @@ class LearningBenchSettings:
                 "algorithm.offline_actor_steps": 2,
                 "algorithm.offline_critic_steps": 1,
                 "orchestration.offline_episodes_per_device": 1,
+                # a few critic pre-fit steps and one micro-batch per step fit 20 s
+                "algorithm.critic_prefit.min_steps": 2,
+                "algorithm.critic_prefit.max_steps": 4,
+                "algorithm.distrl.windows": 2,
             },
             preset="smoke",
         )
