@@ -223,3 +223,17 @@ def test_distrl_form_is_validated(policy):
     released = dataclasses.asdict(config_from_dict({}).algorithm.distrl)
     assert released["advantage"] == "positive" and algo.positive_only
     assert algo.top_p == 0.1 and algo.window_start == "step" and algo.entropy == "off"
+
+
+def test_digirl_critic_loss_scores_no_policy(policy):
+    replay = replay_of()
+    cfg = config_from_dict({"algorithm": {"name": "digirl", "filter_top_fraction": 0.5}})
+    algo = build_algorithm(cfg, policy)
+    algo.prepare_round(replay)
+    batch = algo.sample(replay, 4, np.random.default_rng(0))
+    out = algo.critic_loss(batch)
+    out.loss.backward()
+    assert all(p.grad is None for p in policy.model.parameters())
+    full = algo.loss(batch)  # the same critic terms as the full loss
+    for name in ("losses/critic_step", "losses/critic_instruction"):
+        assert out.terms[name].item() == pytest.approx(full.terms[name].item(), rel=1e-5)
