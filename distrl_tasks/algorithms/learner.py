@@ -49,6 +49,9 @@ METRIC_NAMES = (
     "train/samples_per_s",  # samples consumed per second, all processes together
     "train/steps",  # optimizer steps taken so far (all rounds)
     "train/policy_version",  # policy version after the round
+)
+# Reported too when the algorithm has a step critic (pre-fit: only in a fresh critic's round).
+CRITIC_METRIC_NAMES = (
     "critic/prefit_steps",  # critic-only pre-fit steps taken (fresh critic, plateau rule)
     "critic/brier",  # calibration of V on the replay: Brier score against clip(G_t, 0, 1)
     "critic/ece",  # expected calibration error (10 bins) of the same
