@@ -6,8 +6,8 @@ replay ratio allows (``replay_ratio`` updates per finished transition, counted b
 board every ``K`` updates or every ``T`` seconds (with at least one update since the last). New
 trajectories arrive through :meth:`ContinuousLearner.add` from any thread and enter the replay
 between updates, in the learner's own thread (the replay is not thread-safe). At each published
-version the algorithm's ``prepare_round`` refreshes its filters and priorities on the grown
-replay.
+version the algorithm's filters and priorities are refreshed on the grown replay
+(:meth:`ContinuousLearner._prepare`).
 
 The report (:meth:`ContinuousLearner.report`) holds the replay ratio reached (updates per
 transition), the learner's idle share (time spent waiting for data over wall time), the
@@ -83,6 +83,7 @@ class ContinuousLearner:
         self.idle_s = 0.0
         self.wall_s = 0.0
         self.published: list[tuple[int, float]] = []  # (version, seconds since start)
+        self._prepared_at = 0  # replay size at the last full prepare_round
         self._sums: dict[str, float] = defaultdict(float)
         self._counts: dict[str, int] = defaultdict(int)
 
@@ -98,6 +99,22 @@ class ContinuousLearner:
             except queue.Empty:
                 return n
             n += 1
+
+    def _prepare(self) -> None:
+        """Refresh the algorithm's filters and priorities for the grown replay.
+
+        A full ``prepare_round`` re-scores the whole replay (DistRL's priorities), so it runs
+        only when the replay grew by half since the last one; in between an algorithm's cheap
+        ``refresh_filter`` (if it has one) re-selects its filtered trajectories. New
+        trajectories enter at the highest priority seen, so none is starved meanwhile.
+        """
+        algo, n = self.learner.algorithm, self.replay.num_trajectories
+        light = getattr(algo, "refresh_filter", None)
+        if light is not None and n < 1.5 * self._prepared_at:
+            light(self.replay)
+        else:
+            algo.prepare_round(self.replay)
+            self._prepared_at = n
 
     def _publish(self, started: float) -> None:
         self.learner.policy_version += 1
@@ -122,7 +139,7 @@ class ContinuousLearner:
                 self.prefit_metrics = self.learner.prefit_critic(self.replay, self.prefit)
                 self.prefit = None
             if stale_filters:
-                self.learner.algorithm.prepare_round(self.replay)
+                self._prepare()
                 stale_filters = False
             for name, value in self.learner.update(self.replay).items():
                 self._sums[name] += value

@@ -265,7 +265,8 @@ class DistRL:
 
     @torch.no_grad()
     def prepare_round(self, replay: ReplayBuffer) -> dict[str, float]:
-        """Recompute every stored trajectory's DPER priority with the current policy/critic."""
+        """Recompute every stored trajectory's DPER priority with the current policy/critic
+        (scores the whole replay), and with ``top_p < 1`` the filtered trajectories."""
         self._pending = None
         slots = np.asarray(replay.slots, dtype=np.int64)
         if len(slots) == 0:
@@ -286,15 +287,20 @@ class DistRL:
             "train/priority_max": float(prio.max()),
             "train/trajectories": float(len(slots)),
         }
-        if self.top_p < 1.0:
-            returns = D.trajectory_returns(replay, slots)
-            keep = F.top_p_filter(torch.as_tensor(returns), self.top_p).numpy()
-            self.kept_slots = slots[keep]
-            metrics["train/kept_frac"] = float(keep.mean())
-            metrics["train/kept_success"] = float(
-                D.trajectory_successes(replay, self.kept_slots).mean()
-            )
-        return metrics
+        return {**metrics, **self.refresh_filter(replay)}
+
+    def refresh_filter(self, replay: ReplayBuffer) -> dict[str, float]:
+        """Re-select the top-p trajectories by return (cheap: no scoring); {} when unfiltered."""
+        if self.top_p >= 1.0:
+            return {}
+        slots = np.asarray(replay.slots, dtype=np.int64)
+        returns = D.trajectory_returns(replay, slots)
+        keep = F.top_p_filter(torch.as_tensor(returns), self.top_p).numpy()
+        self.kept_slots = slots[keep]
+        return {
+            "train/kept_frac": float(keep.mean()),
+            "train/kept_success": float(D.trajectory_successes(replay, self.kept_slots).mean()),
+        }
 
     def sample(self, replay: ReplayBuffer, batch_size: int, rng: np.random.Generator) -> Batch:
         """Prioritized windows of ``sequence_length`` steps, drawn with ``rng``.
