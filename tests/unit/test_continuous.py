@@ -12,6 +12,7 @@ import threading
 import time
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import torch
 
@@ -196,3 +197,18 @@ def test_continuous_learner_publishes_every_t_seconds(learner):
         stop.set()
         thread.join(60)
     assert len(cl.published) == 2  # T elapsed after each update, K never reached
+
+
+def test_rounds_take_replay_ratio_steps_per_new_transition(tmp_path):
+    from distrl_tasks.stages.train import _trained_round, replay_ratio_steps
+
+    replay = ReplayBuffer(1000)
+    for tid, n, rnd in (("a", 4, 1), ("b", 6, 2), ("c", 5, 3)):
+        table = trajectory(tid, n, True, 0)
+        replay.add(table.set_column(table.schema.get_field_index("round"), "round",
+                                    pa.array([rnd] * n, pa.int32())))  # fmt: skip
+    assert replay_ratio_steps(replay, 0.5, after_round=1) == 6  # ceil(.5 * (6 + 5))
+    assert replay_ratio_steps(replay, 0.5, after_round=-1) == 8  # ceil(7.5)
+    assert replay_ratio_steps(replay, 0.5, after_round=3) == 1  # nothing new: at least 1
+    assert _trained_round(None) == -1
+    assert _trained_round(tmp_path / "round-000007") == 7
