@@ -316,7 +316,7 @@ def test_continuous_mode_runs_the_online_phase_as_one_continuous_round(
 ) -> None:
     from distrl_tasks.orchestration import continuous
 
-    timing, calls = fake_stages
+    _, calls = fake_stages
     got: dict = {}
 
     def fake_round(cfg, workdir, record, round_, episodes, t0, budget_s=None):
