@@ -54,7 +54,9 @@ def test_continuous_round_trains_while_collecting_and_registers(tmp_path) -> Non
     path = tmp_path / "runs" / "initial-policy"
     build_policy(cfg.agent, seed=0).save(path)
     reg = common.registry(cfg, tmp_path)
-    first = reg.register_checkpoint(path, round=0, algorithm="sft", policy_version=0)
+    first = reg.register_checkpoint(
+        path, round=0, algorithm="sft", policy_version=0, data_version=""
+    )
     reg.set_behavior(first)
     record = farm.start(cfg, workdir=tmp_path)
     try:
