@@ -12,10 +12,12 @@ phase as one *continuous round* instead of collect/learn rounds:
 * the learner (:class:`~distrl_tasks.algorithms.continuous.ContinuousLearner`) trains on the
   labeled episodes as they arrive at ``replay_ratio`` updates per transition, pre-fits its
   fresh critic on the first data, and publishes a version every ``K`` updates or ``T`` seconds;
-* at the end the episodes are written as the round's shards (like ``collect``), the learner's
-  state is checkpointed and the policy exported, evaluated and registered like a round's
-  (``train``, ``evaluate``, ``register`` manifests), and the round's metrics hold the
-  staleness distribution, the replay ratio reached and the idle shares of learner and actors.
+* at the end the episodes are written as the round's shards (like ``collect``) and labeled (the
+  oracle's verdicts, into ``labeled/`` where later rounds' replay and the curriculum read), the
+  learner's state is checkpointed and the policy exported, evaluated and registered like a
+  round's (``label``, ``train``, ``evaluate``, ``register`` manifests; no DVC version), and
+  the round's metrics hold the staleness distribution, the replay ratio reached and the idle
+  shares of learner and actors.
 
 The offline phase (round 0) stays an ordinary synchronous round before it, as everywhere.
 Airflow's ``distrl_actor`` / ``distrl_learner`` keep rounds (a task cannot hold a learner
@@ -203,12 +205,13 @@ def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
 
 def _finish(cfg, workdir, round_, learner, result, report, start, t0, dim) -> RoundResult:
     """Shards, learner state, exported policy, evaluation and registration of the round."""
-    from distrl_tasks.stages import collect, common, evaluate, register
+    from distrl_tasks.stages import collect, common, evaluate, label, register
 
     shards = collect._write(
         result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
     )
     manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}
+    labeled = label.run(cfg, round=round_, workdir=workdir)  # to labeled/, where replay reads
     learner.save_checkpoint(f"round-{round_:06d}")
     out = common.checkpoint_dir(workdir, round_).resolve()
     tmp = out.with_name(out.name + ".tmp")
@@ -235,7 +238,7 @@ def _finish(cfg, workdir, round_, learner, result, report, start, t0, dim) -> Ro
         run_.log_metrics(train["metrics"], step=round_)
     common.write_manifest(workdir, round_, "train", train)
     res = RoundResult(round_, collect=manifest, collected_s=time.perf_counter() - t0)
-    res.train = train
+    res.label, res.train = labeled, train
     res.evaluate = evaluate.run(cfg, round=round_, checkpoint_dir=str(out), workdir=workdir)
     res.register = register.run(
         cfg,

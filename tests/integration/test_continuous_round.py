@@ -64,6 +64,7 @@ def test_continuous_round_trains_while_collecting_and_registers(tmp_path) -> Non
     finally:
         farm.stop(cfg, workdir=tmp_path)
     m = res.train["metrics"]
+    print({k: round(v, 3) for k, v in m.items() if k.startswith(("async/", "critic/"))})
     steps = res.collect["steps"]
     assert res.collect["trajectories"] == 6 and steps >= 6
     # the learner caught up with the ratio: ceil-free, 0.5 updates per transition
@@ -78,5 +79,6 @@ def test_continuous_round_trains_while_collecting_and_registers(tmp_path) -> Non
     shards = res.collect["shards"]
     versions = {v for s in shards for v in pq.read_table(s).column("policy_version").to_pylist()}
     assert versions <= set(range(res.train["policy_version"] + 1))
+    assert res.label["labeled"] + res.label["unlabeled"] == 6  # in labeled/ for later rounds
     assert res.register["version"] == first + 1
     assert "success_rate" in res.evaluate
