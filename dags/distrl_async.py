@@ -10,7 +10,10 @@ and its last task re-triggers it with ``round + 1`` while ``round < rounds``
 (events that piled up while it was busy are covered too: training reads the replay window of the
 newest rounds, and data from older policies is corrected by importance weights), trains, evaluates
 and registers the checkpoint, which moves "behavior" for the actor's next round. Actor and learner
-overlap: collection of round r+1 runs while round r trains.
+overlap: collection of round r+1 runs while round r trains. With
+``orchestration.continuous.replay_ratio > 0`` a learner run takes that many updates per
+transition collected since its previous run (events that piled up become more updates, as in
+``distrl round``'s continuous mode, where the learner trains in one process while actors collect).
 
 Same rules as ``distrl_round``: thin tasks (one stage call each), imports inside tasks, only small
 manifests through XCom, config = ``params.yaml`` + the run's Params.

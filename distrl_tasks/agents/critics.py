@@ -126,6 +126,17 @@ class StepCritic(nn.Module):
         """``[N]`` value estimates: the smaller of the two heads' success probabilities."""
         return torch.sigmoid(self(prompts, prev_features, features)).min(dim=1).values
 
+    @torch.no_grad()
+    def init_output_bias(self, bias: float) -> None:
+        """Set both heads' output bias to ``bias`` (e.g. ``logit(mean target)``).
+
+        The last layer's weights are scaled down 10x too, so that the initial values sit at
+        ``sigmoid(bias)`` for every input rather than around it.
+        """
+        for head in self.heads:
+            head[-1].bias.fill_(float(bias))
+            head[-1].weight.mul_(0.1)
+
     def bce(
         self,
         prompts: Sequence[str],

@@ -133,11 +133,17 @@ def scatter_steps(
 
 
 def score_steps(
-    policy: AutoUIPolicy, batch: Batch, select: torch.Tensor | None = None
+    policy: AutoUIPolicy,
+    batch: Batch,
+    select: torch.Tensor | None = None,
+    *,
+    entropy_per_token: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Current-policy log-probs and entropies of the batch's actions, as ``[B, T]``.
 
     Only real steps (and, if given, where ``select`` is True) are scored; the others are 0.
+    The entropy is summed over the action's tokens, or with ``entropy_per_token`` averaged
+    over them (``H / n_tokens``: a long TYPE action then weighs no more than a short tap).
 
     Returns:
         ``(log_probs, entropies, index)``: ``[B, T]`` tensors with gradient, and the flat
@@ -150,7 +156,10 @@ def score_steps(
         return zero.expand(shape).float(), zero.expand(shape).float(), index
     scores = policy.score(batch.observations(index), batch.action_texts(index))
     log_probs = scatter_steps(scores.log_prob.float(), index, shape)
-    entropy = scatter_steps(scores.entropy.float(), index, shape)
+    ent = scores.entropy.float()
+    if entropy_per_token:
+        ent = ent / scores.lengths.to(ent.device).clamp(min=1).float()
+    entropy = scatter_steps(ent, index, shape)
     return log_probs, entropy, index
 
 

@@ -177,10 +177,11 @@ class DigiRL:
             ).reshape(batch.batch_size, batch.length)
         return logits, torch.where(batch.dones.to(nxt.device), 0.0, nxt)
 
-    def loss(self, batch: Batch) -> LossOutput:
-        """Instruction + step critic BCE toward ``r_H`` and the filtered log-likelihood."""
+    def _critic_losses(
+        self, batch: Batch, logits: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(step BCE, instruction BCE, r_H)`` of the batch's critic rows."""
         b, t = batch.batch_size, batch.length
-        logits, next_values = self._step_values(batch)
         device = logits.device
         mask = batch.mask.to(device)
         r_final = batch.final_rewards.to(device)
@@ -192,6 +193,26 @@ class DigiRL:
         step_loss = weighted_bce(logits[step_sel], step_targets[step_sel])
         goals = [g for g, c in zip(batch.tasks, critic_rows.tolist(), strict=True) if c]
         instr_loss = self.instruction_critic.bce(goals, r_final[critic_rows])
+        return step_loss, instr_loss, r_final
+
+    def critic_loss(self, batch: Batch) -> LossOutput:
+        """The critics' BCE alone, scoring no policy (the learner's critic-only steps)."""
+        dim = batch.features.shape[-1]
+        logits = self.step_critic(
+            batch.prompts, batch.prev_features.reshape(-1, dim), batch.features.reshape(-1, dim)
+        )
+        step_loss, instr_loss, _ = self._critic_losses(batch, logits)
+        terms = {"losses/critic_step": step_loss, "losses/critic_instruction": instr_loss}
+        critics = step_loss + instr_loss
+        return LossOutput(critics, terms, {}, critic_loss=critics)
+
+    def loss(self, batch: Batch) -> LossOutput:
+        """Instruction + step critic BCE toward ``r_H`` and the filtered log-likelihood."""
+        b, t = batch.batch_size, batch.length
+        logits, next_values = self._step_values(batch)
+        device = logits.device
+        mask = batch.mask.to(device)
+        step_loss, instr_loss, r_final = self._critic_losses(batch, logits)
 
         values = torch.sigmoid(logits.detach()).min(dim=1).values.reshape(b, t)
         actor_mask = mask & batch.actor_rows.to(device).unsqueeze(1)

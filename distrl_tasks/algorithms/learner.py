@@ -30,9 +30,10 @@ from accelerate import Accelerator
 
 from distrl_tasks.agents import checkpoint as policy_checkpoint
 from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.algorithms import critic_fit
 from distrl_tasks.algorithms import train_state as ts
 from distrl_tasks.algorithms.base import Algorithm
-from distrl_tasks.config import Config
+from distrl_tasks.config import Config, CriticPrefitConfig
 from distrl_tasks.data.replay import ReplayBuffer
 
 # Every metric train_round can report (the algorithm may add its own ``losses/``, ``train/``).
@@ -48,6 +49,13 @@ METRIC_NAMES = (
     "train/samples_per_s",  # samples consumed per second, all processes together
     "train/steps",  # optimizer steps taken so far (all rounds)
     "train/policy_version",  # policy version after the round
+)
+# Reported too when the algorithm has a step critic (pre-fit: only in a fresh critic's round).
+CRITIC_METRIC_NAMES = (
+    "critic/prefit_steps",  # critic-only pre-fit steps taken (fresh critic, plateau rule)
+    "critic/brier",  # calibration of V on the replay: Brier score against clip(G_t, 0, 1)
+    "critic/ece",  # expected calibration error (10 bins) of the same
+    "critic/v0_mean",  # mean V(s_0) (against critic/success_rate and critic/v0_target_mean)
 )
 MIXED_PRECISION = ("no", "bf16")
 
@@ -113,6 +121,10 @@ class Learner:
         self.cfg, self.algorithm = cfg, algorithm
         self.micro_batch_size = cfg.algorithm.batch_size // per_step
         self.grad_accum_steps, self.warmup_steps = grad_accum_steps, warmup_steps
+        # algorithms that want more samples per step than the batch (A-RIDE's windows) ask
+        # for more micro-batches; the checkpointed grad_accum_steps stays the configured one
+        more = getattr(algorithm, "micro_batches", None)
+        self.micro_batches = grad_accum_steps * (more(self.micro_batch_size) if more else 1)
         self.out_dir = Path(out_dir)
         self.seed, self.step, self.policy_version = seed, 0, policy_version
         torch.manual_seed(seed)
@@ -121,7 +133,7 @@ class Learner:
         self.modules = dict(algorithm.modules())
         for module in self.modules.values():
             module.to(self.accelerator.device)
-        self.params = _unique_params(self.modules)
+        self.params = ts.unique_params(self.modules)
         self._broadcast_from_rank0()
         groups = algorithm.param_groups(cfg.algorithm.lm_lr, cfg.algorithm.critic_lr)
         for group in groups:
@@ -132,13 +144,20 @@ class Learner:
     # --- the loop ---------------------------------------------------------------------------
 
     def train_round(
-        self, replay: ReplayBuffer, steps: int, *, critic_steps: int = 0
+        self,
+        replay: ReplayBuffer,
+        steps: int,
+        *,
+        critic_steps: int = 0,
+        prefit: CriticPrefitConfig | None = None,
     ) -> dict[str, float]:
-        """``critic_steps`` critic-only steps, then ``steps`` full optimizer steps on ``replay``.
+        """Pre-fit a fresh critic, ``critic_steps`` critic-only steps, then ``steps`` full steps.
 
-        The warm-up (DigiRL trains its critics before the actor every round) lets a fresh or
-        stale critic catch up with the new data before its values become the actor's baseline;
-        it is skipped for algorithms without critics. Returns the round's mean metrics.
+        The warm-up (DigiRL trains its critics before the actor every round) lets a stale critic
+        catch up with the new data before its values become the actor's baseline; ``prefit``
+        (given for a fresh critic) first runs :meth:`prefit_critic`. Both are skipped for
+        algorithms without critics. The critic's calibration on the replay (``critic/...``) is
+        measured after the round when the algorithm offers it. Returns the round's mean metrics.
         """
         if steps < 1 or critic_steps < 0:
             raise ValueError(f"need steps >= 1 and critic_steps >= 0, got {steps}, {critic_steps}")
@@ -152,6 +171,9 @@ class Learner:
                 totals[name] += float(value)
                 counts[name] += 1
 
+        fitted: dict[str, float] = {}
+        if prefit is not None and prefit.enabled:
+            fitted = self.prefit_critic(replay, prefit)
         record(self.algorithm.prepare_round(replay))
         for _ in range(critic_steps):
             if not self._optimizer_step(replay, record, critic_only=True):
@@ -159,33 +181,91 @@ class Learner:
         started, samples = time.perf_counter(), 0
         for _ in range(steps):
             self._optimizer_step(replay, record, critic_only=False)
-            samples += self.micro_batch_size * self.grad_accum_steps
+            samples += self.micro_batch_size * self.micro_batches
         elapsed = time.perf_counter() - started
 
         metrics = self._mean_over_processes({k: totals[k] / counts[k] for k in sorted(totals)})
+        metrics.update(fitted)
         self.policy_version += 1
         metrics["train/samples_per_s"] = samples * self.accelerator.num_processes / elapsed
         metrics["train/lr"] = float(self.optimizer.param_groups[0]["lr"])
         metrics["train/steps"] = float(self.step)
         metrics["train/policy_version"] = float(self.policy_version)
+        calibrate = getattr(self.algorithm, "calibration", None)
+        if calibrate is not None:
+            with torch.no_grad():
+                metrics.update(calibrate(replay))
         return metrics
+
+    def update(self, replay: ReplayBuffer) -> dict[str, float]:
+        """One full optimizer step on ``replay`` (the continuous learner's unit); its metrics.
+
+        The caller runs ``algorithm.prepare_round`` when the replay changed enough (the
+        continuous learner does at every published version).
+        """
+        for module in self.modules.values():
+            module.train()
+        values: dict[str, list[float]] = defaultdict(list)
+
+        def record(metrics: dict[str, float]) -> None:
+            for name, value in metrics.items():
+                values[name].append(float(value))
+
+        self._optimizer_step(replay, record, critic_only=False)
+        return {name: float(np.mean(v)) for name, v in values.items()}
+
+    def prefit_critic(self, replay: ReplayBuffer, rule: CriticPrefitConfig) -> dict[str, float]:
+        """Fit the critic alone: bias at ``logit(mean target)``, then steps until a plateau.
+
+        Steps stop once ``rule.min_steps`` are done and :func:`critic_fit.plateaued` holds for
+        the step losses (``rule.window``, ``rule.rel_tol``), or at ``rule.max_steps``. Returns
+        ``critic/prefit_steps`` and the mean loss of the first and last windows.
+        """
+        init = getattr(self.algorithm, "init_critic_bias", None)
+        out: dict[str, float] = dict(init(replay)) if init and rule.bias_init else {}
+        losses: list[float] = []  # one per optimizer step: the mean over its micro-batches
+        current: list[float] = []
+
+        def record(values: dict[str, float]) -> None:
+            if "losses/critic_warmup" in values:
+                current.append(float(values["losses/critic_warmup"]))
+
+        self.algorithm.prepare_round(replay)  # filters and priorities the samples need
+        for i in range(rule.max_steps):
+            if i >= rule.min_steps and critic_fit.plateaued(losses, rule.window, rule.rel_tol):
+                break
+            current.clear()
+            if not self._optimizer_step(replay, record, critic_only=True):
+                break
+            losses.append(float(np.mean(current)))
+        w = max(1, min(rule.window, len(losses)))
+        out["critic/prefit_steps"] = float(len(losses))
+        if losses:
+            out["critic/prefit_loss_first"] = float(np.mean(losses[:w]))
+            out["critic/prefit_loss_last"] = float(np.mean(losses[-w:]))
+        return out
 
     def _optimizer_step(
         self, replay: ReplayBuffer, record: Callable[[dict[str, float]], None], critic_only: bool
     ) -> bool:
-        """One optimizer step (all micro-batches); False when ``critic_only`` finds no critic."""
+        """One optimizer step (all micro-batches); False when ``critic_only`` finds no critic.
+
+        Critic-only steps use the algorithm's ``critic_loss`` when it has one (it scores no
+        policy), else the critic part of its full loss.
+        """
         self.optimizer.zero_grad(set_to_none=True)
-        for _ in range(self.grad_accum_steps):
+        critic_loss = getattr(self.algorithm, "critic_loss", None) if critic_only else None
+        for _ in range(self.micro_batches):
             batch = self.algorithm.sample(replay, self.micro_batch_size, self.rng)
             with self.accelerator.autocast():
-                out = self.algorithm.loss(batch)
+                out = critic_loss(batch) if critic_loss else self.algorithm.loss(batch)
             if critic_only:
                 if out.critic_loss is None:
                     return False
-                (out.critic_loss / self.grad_accum_steps).backward()
+                (out.critic_loss / self.micro_batches).backward()
                 record({"losses/critic_warmup": float(out.critic_loss.detach())})
             else:
-                (out.loss / self.grad_accum_steps).backward()
+                (out.loss / self.micro_batches).backward()
                 record(out.log_dict())
         self._average_gradients()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.algorithm.max_grad_norm)
@@ -212,7 +292,7 @@ class Learner:
         if not self._distributed():
             return
         with torch.no_grad():
-            for tensor in [*self.params, *_buffers(self.modules)]:
+            for tensor in [*self.params, *ts.module_buffers(self.modules)]:
                 torch.distributed.broadcast(tensor.data, src=0)
 
     def _average_gradients(self) -> None:
@@ -345,26 +425,3 @@ class Learner:
         ts.set_torch_rng(ts.load_tensors(where / f"rng-rank{rank}.safetensors"))
         self.rng = ts.numpy_rng_from_json(ts.read_json(where / f"rng-rank{rank}.json"))
         self._set_lr()
-
-
-def _unique_params(modules: dict[str, torch.nn.Module]) -> list[torch.nn.Parameter]:
-    """Trainable parameters of all modules, each once (modules may share submodules)."""
-    seen: set[int] = set()
-    out = []
-    for module in modules.values():
-        for p in module.parameters():
-            if p.requires_grad and id(p) not in seen:
-                seen.add(id(p))
-                out.append(p)
-    return out
-
-
-def _buffers(modules: dict[str, torch.nn.Module]) -> list[torch.Tensor]:
-    seen: set[int] = set()
-    out = []
-    for module in modules.values():
-        for b in module.buffers():
-            if id(b) not in seen:
-                seen.add(id(b))
-                out.append(b)
-    return out

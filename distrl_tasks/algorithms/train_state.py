@@ -211,3 +211,30 @@ def latest_checkpoint(root: str | os.PathLike) -> Path | None:
         return None
     path = Path(root) / pointer.read_text().strip()
     return path if (path / STATE_FILE).is_file() else None
+
+
+# --- modules ------------------------------------------------------------------------------
+
+
+def unique_params(modules: dict[str, torch.nn.Module]) -> list[torch.nn.Parameter]:
+    """Trainable parameters of all modules, each once (modules may share submodules)."""
+    seen: set[int] = set()
+    out = []
+    for module in modules.values():
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+    return out
+
+
+def module_buffers(modules: dict[str, torch.nn.Module]) -> list[torch.Tensor]:
+    """Buffers of all modules, each once."""
+    seen: set[int] = set()
+    out = []
+    for module in modules.values():
+        for b in module.buffers():
+            if id(b) not in seen:
+                seen.add(id(b))
+                out.append(b)
+    return out

@@ -255,14 +255,16 @@ def run_details_table(records: Sequence[RunRecord], methods: Sequence[str]) -> s
     return "\n".join(lines)
 
 
-def replace_section(text: str, section: str) -> str:
-    """``text`` with the block between the benchmark markers replaced by ``section`` (which
-    carries the markers), or ``section`` appended when the markers are absent."""
-    if not section.startswith(START_MARK) or not section.rstrip().endswith(END_MARK):
-        raise ValueError("the section must start and end with the learning-benchmark markers")
-    start, end = text.find(START_MARK), text.find(END_MARK)
+def replace_section(text: str, section: str, marks: tuple[str, str] | None = None) -> str:
+    """``text`` with the block between the benchmark markers (default: the learning
+    benchmark's) replaced by ``section`` (which carries the markers), or ``section`` appended
+    when the markers are absent."""
+    start_mark, end_mark = marks or (START_MARK, END_MARK)
+    if not section.startswith(start_mark) or not section.rstrip().endswith(end_mark):
+        raise ValueError(f"the section must start with {start_mark} and end with {end_mark}")
+    start, end = text.find(start_mark), text.find(end_mark)
     if start != -1 and end > start:
-        return text[:start] + section.rstrip() + text[end + len(END_MARK) :]
+        return text[:start] + section.rstrip() + text[end + len(end_mark) :]
     head = text.rstrip("\n") + "\n\n" if text.strip() else ""
     return head + section.rstrip() + "\n"
 

@@ -50,6 +50,9 @@ class LearningBenchSettings:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # config keys, for every run
     config: str | None = None  # base YAML config (None: the built-in defaults)
     preset: str = "custom"
+    # collection mode for every method: None = the method's own (DistRL async, the others
+    # sync); "async" / "sync" = forced (the ablation's factorial)
+    collection: str | None = None
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
@@ -58,6 +61,8 @@ class LearningBenchSettings:
         bad_sets = [t for t in self.task_sets if t not in ("general", "webshop")]
         if bad_sets or not self.task_sets:
             raise ValueError(f"task sets must be general and/or webshop, got {self.task_sets}")
+        if self.collection not in (None, "async", "sync"):
+            raise ValueError(f"collection must be None, 'async' or 'sync', got {self.collection}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be distinct and at least one, got {self.seeds}")
         if not self.budget_s > 0 or not self.time_scale >= 0:
@@ -97,6 +102,10 @@ class LearningBenchSettings:
                 "algorithm.offline_actor_steps": 2,
                 "algorithm.offline_critic_steps": 1,
                 "orchestration.offline_episodes_per_device": 1,
+                # a few critic pre-fit steps and one micro-batch per step fit 20 s
+                "algorithm.critic_prefit.min_steps": 2,
+                "algorithm.critic_prefit.max_steps": 4,
+                "algorithm.distrl.windows": 2,
             },
             preset="smoke",
         )
@@ -137,6 +146,8 @@ def run_config(
     }
     if settings.horizon is not None:
         fixed["env.horizon_general"] = fixed["env.horizon_webshop"] = settings.horizon
+    if settings.collection is not None:
+        fixed["orchestration.asynchronous"] = settings.collection == "async"
     return load_config(settings.config, {**settings.overrides, **fixed})
 
 

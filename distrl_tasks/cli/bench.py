@@ -107,10 +107,37 @@ def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     return 0
 
 
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in _csv(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers: {text!r}") from exc
+
+
+def run_ablation_command(args: argparse.Namespace) -> int:
+    """``distrl bench ablation``: the factorial and the A-RIDE variants (issue 21)."""
+    from distrl_tasks.bench.ablation import DEFAULT_LRS, run_ablation
+
+    settings = settings_from_args(args)
+    run_ablation(
+        settings,
+        parts=args.parts,
+        lrs=args.lrs or DEFAULT_LRS,
+        workdir=args.workdir,
+        results_file=None if args.no_results else args.results_file,
+        command=shlex.join(["distrl", *sys.argv[1:]]),
+        fresh=args.fresh,
+        log=lambda line: print(line, flush=True),
+    )
+    return 0
+
+
 def add_bench_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``distrl bench learning`` on the top-level parser."""
+    """Register ``distrl bench learning`` and ``distrl bench ablation`` on the parser."""
     bench = sub.add_parser("bench", help="benchmarks measured end to end on the pipeline")
-    benchsub = bench.add_subparsers(dest="bench_command", required=True, metavar="{learning}")
+    benchsub = bench.add_subparsers(
+        dest="bench_command", required=True, metavar="{learning,ablation}"
+    )
     learning = benchsub.add_parser(
         "learning",
         help="Table 1 on the simulator: DistRL (async) vs DigiRL and Filtered BC (sync)",
@@ -119,6 +146,21 @@ def add_bench_commands(sub: argparse._SubParsersAction) -> None:
     )
     add_learning_arguments(learning)
     learning.set_defaults(func=lambda args: run_learning(args))
+    ablation = benchsub.add_parser(
+        "ablation",
+        help="issue 21's ablation: async/sync x DistRL/DigiRL/Filtered BC, and A-RIDE variants",
+        description="Every arm of the 2x3 factorial and the A-RIDE variants, each at every "
+        "learning rate of --lrs (the same search for all; the rate is chosen by train success), "
+        "with the learning benchmark's settings, flags and run cache.",
+    )
+    add_learning_arguments(ablation)
+    ablation.add_argument(
+        "--parts", type=_csv, default=("factorial", "variants"), help="factorial,variants"
+    )
+    ablation.add_argument(
+        "--lrs", type=_floats, help="algorithm.lm_lr grid, comma-separated (default 3e-6,1e-5,3e-5)"
+    )
+    ablation.set_defaults(func=run_ablation_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

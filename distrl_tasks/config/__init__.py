@@ -8,6 +8,12 @@ Everything a stage needs is importable from here: ``from distrl_tasks.config imp
 """
 
 from distrl_tasks.config.loader import TASK_SETS, Config, config_from_dict, load_config
+from distrl_tasks.config.rl_sections import (
+    ContinuousConfig,
+    CriticPrefitConfig,
+    CurriculumConfig,
+    DistRLConfig,
+)
 from distrl_tasks.config.sections import (
     AgentConfig,
     AlgorithmConfig,
@@ -30,7 +36,11 @@ __all__ = [
     "AlgorithmConfig",
     "Config",
     "ConfigError",
+    "ContinuousConfig",
+    "CriticPrefitConfig",
+    "CurriculumConfig",
     "DataConfig",
+    "DistRLConfig",
     "DynamicsConfig",
     "DynamicsRatesConfig",
     "EnvConfig",

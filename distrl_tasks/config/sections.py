@@ -14,6 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from distrl_tasks.config.rl_sections import (
+    ContinuousConfig,
+    CriticPrefitConfig,
+    CurriculumConfig,
+    DistRLConfig,
+)
 from distrl_tasks.config.typed_yaml import ConfigError
 
 
@@ -251,7 +257,6 @@ class AlgorithmConfig:
     c_bar: float = 1.0  # truncation of importance ratios in the traces
     entropy_coef: float = 0.01  # beta: weight of the entropy bonus
     invalid_coef: float = 1.0  # lambda_inv: weight of the invalid-action penalty
-    policy_advantage: Literal["signed", "positive"] = "signed"  # DistRL actor: A or 1[A>0]
     ratio_clip: float = 0.0  # DistRL: PPO-style trust region eps on pi/mu (0 = off, the paper)
     lm_lr: float = 1e-5  # policy learning rate (papers: 1e-4; it breaks the tiny SFT policy)
     critic_lr: float = 1e-4  # critic learning rate
@@ -272,6 +277,8 @@ class AlgorithmConfig:
     priority_beta: float = 0.4  # importance-weight exponent of prioritized sampling
     priority_rho_clip: float = 10.0  # cap on rho inside DPER priorities (one stale trajectory)
     digirl_lambda: float = 0.5  # DigiRL doubly-robust advantage lambda (lambda^(H-h) weight)
+    distrl: DistRLConfig = field(default_factory=DistRLConfig)  # A-RIDE's form (released)
+    critic_prefit: CriticPrefitConfig = field(default_factory=CriticPrefitConfig)  # fresh critic
 
     def validate(self, key: str) -> None:
         _check(0.0 <= self.gamma <= 1.0, f"{key}.gamma", "must be in [0, 1]")
@@ -378,6 +385,8 @@ class OrchestrationConfig:
     # async: most collections finished or in flight that the learner is not done with
     # (2 = one round ahead; 0 = data.replay_window_rounds)
     actor_max_pending: int = 0
+    continuous: ContinuousConfig = field(default_factory=ContinuousConfig)  # async learner
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)  # goals by difficulty
 
     def validate(self, key: str) -> None:
         _check(self.workers >= 1, f"{key}.workers", "must be >= 1")

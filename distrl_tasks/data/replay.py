@@ -217,33 +217,61 @@ class ReplayBuffer:
         prioritized: bool = False,
         beta: float | None = None,
         rng: np.random.Generator | None = None,
+        starts: str = "fit",
+        among: Sequence[int] | np.ndarray | None = None,
     ) -> SequenceBatch:
         """Draw windows of ``length`` contiguous steps that never cross a trajectory boundary.
 
-        Uniform mode draws uniformly among all window starts (a trajectory of n steps offers
-        ``max(n - length + 1, 1)``); prioritized mode draws a trajectory by priority, then a
-        start uniformly inside it. Trajectories shorter than ``length`` give one padded window.
-        ``rng`` draws instead of the buffer's own generator.
+        Window starts (``starts``):
+
+        * ``"fit"``: a trajectory of n steps offers ``max(n - length + 1, 1)`` starts, so every
+          window is full, but a trajectory's last steps start few windows (with n = 10 and
+          length 3 the last step is in 1 window of 8, against 3 for a middle step).
+        * ``"step"``: every stored step is a start, equally likely; windows that reach past the
+          trajectory's end are padded (masked), so the rewarded last steps are sampled as often
+          as stored.
+
+        Uniform mode draws uniformly among all starts; prioritized mode draws a trajectory by
+        priority, then a start uniformly inside it. ``among`` restricts a uniform draw to those
+        slots (e.g. the top-p filtered trajectories); it cannot be combined with
+        ``prioritized``. Trajectories shorter than ``length`` give one padded window. ``rng``
+        draws instead of the buffer's own generator.
         """
         self._check_batch(batch_size)
         rng = rng or self._rng
         if length < 1:
             raise ValueError(f"sequence length must be >= 1, got {length}")
-        n_starts = np.maximum(self._lengths - length + 1, 1) * (self._lengths > 0)
-        if prioritized:
-            slots, weights = self._prioritized_slots(batch_size, beta, rng)
-            starts = (rng.random(batch_size) * n_starts[slots]).astype(np.int64)
+        if starts not in ("fit", "step"):
+            raise ValueError(f"starts must be 'fit' or 'step', got {starts!r}")
+        if starts == "fit":
+            n_starts = np.maximum(self._lengths - length + 1, 1) * (self._lengths > 0)
         else:
-            slots, starts = self._uniform_positions(batch_size, n_starts, rng)
+            n_starts = self._lengths.copy()
+        if prioritized:
+            if among is not None:
+                raise ValueError("prioritized sampling cannot be restricted to `among` slots")
+            slots, weights = self._prioritized_slots(batch_size, beta, rng)
+            starts_ = (rng.random(batch_size) * n_starts[slots]).astype(np.int64)
+        else:
+            live = None if among is None else self._live_subset(among)
+            slots, starts_ = self._uniform_positions(batch_size, n_starts, rng, live)
             weights = np.ones(batch_size, dtype=np.float32)
-        offsets = starts[:, None] + np.arange(length)[None, :]
+        offsets = starts_[:, None] + np.arange(length)[None, :]
         lengths = self._lengths[slots][:, None]
         mask = offsets < lengths
         steps = np.minimum(offsets, lengths - 1)
         rows = self._gather(np.repeat(slots, length), steps.reshape(-1))
-        next_steps = np.minimum(starts + length, self._lengths[slots] - 1)
+        next_steps = np.minimum(starts_ + length, self._lengths[slots] - 1)
         next_rows = self._gather(slots, next_steps)
-        return SequenceBatch(rows, next_rows, mask, slots, starts, weights)
+        return SequenceBatch(rows, next_rows, mask, slots, starts_, weights)
+
+    def _live_subset(self, among: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``among`` as live slots (raises when none of them is stored any more)."""
+        wanted = np.asarray(among, dtype=np.int64).reshape(-1)
+        live = wanted[np.isin(wanted, np.fromiter(self._order, dtype=np.int64))]
+        if len(live) == 0:
+            raise ValueError("none of the `among` slots holds a trajectory any more")
+        return np.unique(live)
 
     @classmethod
     def from_shards(
@@ -300,10 +328,15 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty replay buffer")
 
     def _uniform_positions(
-        self, n: int, counts: np.ndarray, rng: np.random.Generator
+        self,
+        n: int,
+        counts: np.ndarray,
+        rng: np.random.Generator,
+        live: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Draw uniformly among ``sum(counts[live])`` positions; return (slots, offsets)."""
-        live = np.fromiter(self._order, dtype=np.int64)
+        if live is None:
+            live = np.fromiter(self._order, dtype=np.int64)
         cum = np.cumsum(counts[live])
         draws = rng.integers(0, cum[-1], size=n)
         pos = np.searchsorted(cum, draws, side="right")

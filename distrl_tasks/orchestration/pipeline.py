@@ -19,6 +19,11 @@ would leave the replay window before it is trained on (``orchestration.actor_max
 lowers that bound; 2 is the classic overlap of one round ahead). ``rounds`` counts learner
 rounds.
 
+Continuous mode (``orchestration.continuous.replay_ratio > 0`` with asynchronous collection,
+:mod:`distrl_tasks.orchestration.continuous`) runs the online phase as one continuous round:
+the learner trains while the actors collect, publishing a policy version every ``K`` updates,
+and the actors take the newest version between episodes under the staleness bound.
+
 A wall-clock budget (``budget_s``) bounds a run instead of, or as well as, a number of rounds:
 the clock starts when the farm is up, and a round is learned (and, asynchronously, a collection
 started) only while :func:`budget_allows` says it is expected to finish in time (elapsed time
@@ -149,7 +154,7 @@ def run_rounds(
     Raises:
         ValueError: ``rounds`` < 1, a budget <= 0, or a first round the mode does not have.
     """
-    from distrl_tasks.orchestration import modes
+    from distrl_tasks.orchestration import continuous, modes
     from distrl_tasks.stages import bootstrap, farm
 
     n = rounds if rounds is not None else cfg.orchestration.rounds
@@ -171,7 +176,17 @@ def run_rounds(
             if cfg.algorithm.mode == "offline":
                 return results
             first += 1
-        if cfg.orchestration.asynchronous:
+        if continuous.enabled(cfg):  # the learner that never waits: one continuous round
+            episodes = n * cfg.orchestration.episodes_per_device
+            result = continuous.continuous_round(
+                cfg, workdir, record, first, episodes, t0, budget_s
+            )
+            if on_collect:
+                on_collect(first, result.collect, result.collected_s)
+            if on_round:
+                on_round(result)
+            results.append(result)
+        elif cfg.orchestration.asynchronous:
             results += _async_rounds(
                 cfg, workdir, record, first, n, on_round, budget_s, on_collect, t0
             )

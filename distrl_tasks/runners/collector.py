@@ -28,6 +28,7 @@ from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy, as_collect_policy
 from distrl_tasks.runners.trajectory import Episode, EpisodeMeta, EpisodeRunner
+from distrl_tasks.runners.versions import BoardClosed, VersionBoard
 
 # How long an interrupted collection waits for each device thread: one step at most, i.e. one
 # policy call and one device command (bounded by env.command_timeout_s, 20 s by default).
@@ -142,27 +143,44 @@ def collect_async(
     recover_wait_s: float = 0.5,
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
+    board: VersionBoard | None = None,
+    halt: threading.Event | None = None,
 ) -> CollectResult:
     """DistRL-style collection: every device runs ``goals[serial]`` back to back.
 
     Each episode is pinned to the server's policy version at its start (see
     :meth:`InferenceServer.lease`), so a :meth:`~InferenceServer.swap` mid-run applies to the
-    episodes that start after it.
+    episodes that start after it. With a ``board`` (a continuous learner's
+    :class:`~distrl_tasks.runners.versions.VersionBoard`) every episode is dispatched through
+    it: the device waits at its staleness gate, the newest published version is swapped into
+    the server between episodes, and the episode's transitions are reported when it ends
+    (whatever its staleness by then: no episode is dropped). Setting ``halt`` starts no further
+    episode while letting the running ones finish.
     """
     stats = CollectStats()
     out: dict[str, list[Episode]] = {e.device.serial: [] for e in envs}
     bar = _Progress(sum(len(goals.get(s, ())) for s in out), len(envs), progress, "collect[async]")
     start = time.monotonic()
     stop = threading.Event()  # the caller is unwinding: devices drop their episode and return
+    swap_lock = threading.Lock()
 
     def device_loop(env: AndroidEnv) -> None:
         serial, failures = env.device.serial, 0
         for k, goal in enumerate(goals.get(serial, ())):
-            if stop.is_set():
+            if stop.is_set() or (halt is not None and halt.is_set()):
                 return
+            if board is not None:
+                try:
+                    newest = board.dispatch(stop)
+                except BoardClosed:
+                    return
+                with swap_lock:  # the first device to see a new version installs it
+                    if newest.version > server.version:
+                        server.swap(newest.policy, newest.version)
             version = server.lease()
             meta = EpisodeMeta(round_, env.task_set, split, version)
             runner = EpisodeRunner(env, meta, oracle=oracle, gamma=gamma)
+            ep = None
             try:
                 obs = runner.begin(goal, trajectory_id(round_, serial, k, id_prefix))
                 while obs is not None:
@@ -173,6 +191,8 @@ def collect_async(
                 ep = runner.finish()
             finally:
                 server.release(version)
+                if board is not None:
+                    board.finished(version, ep.steps if ep is not None else 0)
             out[serial].append(ep)
             stats.add(ep)
             if on_episode is not None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
@@ -27,7 +28,8 @@ from distrl_tasks.orchestration import modes
 from distrl_tasks.runners.collector import CollectResult, collect_async, collect_sync
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
-from distrl_tasks.stages.common import raw_dir
+from distrl_tasks.stages import curriculum
+from distrl_tasks.stages.common import labeled_dir, raw_dir
 from distrl_tasks.tasks.taskset import load_goals
 
 
@@ -36,11 +38,15 @@ def manifest_path(out_dir: str | os.PathLike, round_: int, worker: int) -> Path:
 
 
 def sample_goals(
-    goals: list[str], serials: list[str], episodes: int, seed: str
+    goals: list[str],
+    serials: list[str],
+    episodes: int,
+    seed: str,
+    probabilities: np.ndarray | None = None,
 ) -> dict[str, list[str]]:
-    """``episodes`` goals per device, drawn with a seeded RNG (same seed -> same plan)."""
-    rng = random.Random(seed)
-    return {s: [rng.choice(goals) for _ in range(episodes)] for s in serials}
+    """``episodes`` goals per device, drawn with a seeded RNG (same seed -> same plan);
+    weighted by ``probabilities`` (the curriculum, :mod:`.curriculum`) when given."""
+    return curriculum.plan_goals(goals, serials, episodes, seed, probabilities)
 
 
 def _policy(cfg: Config, policy: object, seed: int) -> object:
@@ -77,6 +83,28 @@ def _snapshot_loader(cfg: Config, serial: str):
 
     port = int(serial.rsplit("-", 1)[1])
     return lambda: console_command(port, f"avd snapshot load {cfg.env.avd_snapshot}")
+
+
+def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[AndroidEnv]:
+    """One env per device serial at the ADB server ``host:port`` (``env.*`` settings)."""
+    encoder = build_image_encoder(cfg.agent)
+    kind = cfg.env.device_kind
+    return [
+        AndroidEnv(
+            AdbDevice(
+                s,
+                host,
+                port,
+                kind=kind,
+                timeout_s=cfg.env.command_timeout_s,
+                snapshot_loader=_snapshot_loader(cfg, s) if kind == "emulator" else None,
+            ),
+            encoder,
+            cfg.env,
+            task_set=cfg.env.task_set,
+        )
+        for s in serials
+    ]
 
 
 def _reuse(path: Path) -> dict[str, Any] | None:
@@ -191,24 +219,14 @@ def run(
             serials = serials[worker * per : (worker + 1) * per]
             if not serials:
                 raise RuntimeError(f"worker {worker} has no devices at {host}:{port}")
-        encoder = build_image_encoder(cfg.agent)
-        envs = [
-            AndroidEnv(
-                AdbDevice(
-                    s,
-                    host,
-                    port,
-                    kind=kind,
-                    timeout_s=cfg.env.command_timeout_s,
-                    snapshot_loader=_snapshot_loader(cfg, s) if kind == "emulator" else None,
-                ),
-                encoder,
-                cfg.env,
-                task_set=task_set,
-            )
-            for s in serials
-        ]
-        plan = sample_goals(goals, serials, episodes, f"{cfg.sim.seed}/{round}/{worker}/{split}")
+        envs = open_envs(cfg, host, port, serials)
+        probs, curriculum_info = (
+            curriculum.curriculum_probabilities(cfg, goals, labeled_dir(cfg, workdir))
+            if split == "train"
+            else (None, {})
+        )
+        seed = f"{cfg.sim.seed}/{round}/{worker}/{split}"
+        plan = sample_goals(goals, serials, episodes, seed, probs)
         oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and kind == "sim" else None
         if policy is None:
             policy, policy_version = behavior_policy(cfg, workdir)
@@ -234,6 +252,7 @@ def run(
         "devices": serials,
         "shards": shards,
         **result.stats.as_dict(),
+        **curriculum_info,
         "reused": False,
     }
     tmp = mpath.with_suffix(".json.tmp")

@@ -16,6 +16,7 @@ checkpoint, logs to MLflow and writes the stage manifest.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -58,6 +59,27 @@ def _starting_version(cfg: Config, workdir: str | os.PathLike, round_: int, regi
     return behavior.version
 
 
+def _trained_round(latest: Path | None) -> int:
+    """The last round the learner state was saved after (-1 for a fresh learner)."""
+    if latest is None or not latest.name.startswith("round-"):
+        return -1
+    return int(latest.name.split("-", 1)[1])
+
+
+def replay_ratio_steps(replay, ratio: float, after_round: int) -> int:
+    """``ceil(ratio * n)`` optimizer steps, ``n`` the replay's transitions newer than a round.
+
+    The asynchronous learner's rounds take every collection finished since the last one, so
+    at a fixed replay ratio more collected transitions become more updates (at least 1).
+    """
+    new = 0
+    for slot in replay.slots:
+        traj = replay.trajectory(slot)
+        if int(traj.column("round")[0].as_py()) > after_round:
+            new += traj.num_rows
+    return max(1, math.ceil(ratio * new))
+
+
 def run(
     cfg: Config,
     *,
@@ -74,7 +96,10 @@ def run(
         data_version: DVC hash of the data trained on (lineage; recorded in the manifest).
         workdir: project working directory.
         steps: actor optimizer steps this round (default ``algorithm.actor_epochs``, or
-            ``algorithm.offline_actor_steps`` in round 0); the critic-only steps before them
+            ``algorithm.offline_actor_steps`` in round 0; with
+            ``orchestration.continuous.replay_ratio > 0`` an online round takes that many
+            steps per transition collected since the learner's last round, see
+            :func:`replay_ratio_steps`); the critic-only steps before them
             are ``algorithm.critic_epochs`` (round 0: ``algorithm.offline_critic_steps``).
 
     Raises:
@@ -93,7 +118,6 @@ def run(
     from distrl_tasks.algorithms.learner import Learner
 
     actor_steps, critic_steps = modes.train_steps(cfg, round)
-    steps = steps or actor_steps
     replay = _replay(cfg, workdir)
     if len(replay) == 0:
         raise RuntimeError(
@@ -102,6 +126,11 @@ def run(
         )
     state_root = common.learner_dir(workdir) / "checkpoints"
     latest = ts.latest_checkpoint(state_root)
+    ratio = cfg.orchestration.continuous.replay_ratio
+    if steps is None and ratio > 0 and round != modes.OFFLINE_ROUND:
+        # updates follow the data: every collection merged into this round adds updates
+        steps = replay_ratio_steps(replay, ratio, _trained_round(latest))
+    steps = steps or actor_steps
     start_version = 0
     if latest is None:
         registry = common.registry(cfg, workdir)
@@ -128,8 +157,10 @@ def run(
     if latest is not None:
         learner.load_checkpoint(latest)
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
-    # critic warm-up first, then the actor (bumps learner.policy_version)
-    metrics = learner.train_round(replay, steps, critic_steps=critic_steps)
+    # a fresh critic is pre-fitted until its loss plateaus (algorithm.critic_prefit); then the
+    # critic warm-up, then the actor (bumps learner.policy_version)
+    prefit = cfg.algorithm.critic_prefit if latest is None else None
+    metrics = learner.train_round(replay, steps, critic_steps=critic_steps, prefit=prefit)
     learner.save_checkpoint(f"round-{round:06d}")
     out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {

@@ -27,7 +27,8 @@ from mlflow.entities import Metric, Param, RunTag
 
 from distrl_tasks.tracking.params import MAX_TAG_LENGTH, SecretFilter
 
-METRIC_NAMESPACES = ("losses", "rollout", "eval", "train", "data", "perf")
+# critic/: the critic's pre-fit and calibration; async/: the continuous learner and its actors
+METRIC_NAMESPACES = ("losses", "rollout", "eval", "train", "data", "perf", "critic", "async")
 KIND_TAG = "distrl.kind"  # "round" or "stage"
 ROUND_TAG = "distrl.round"
 STAGE_TAG = "distrl.stage"

@@ -18,6 +18,10 @@ algorithm:
   batch_size: 2
   actor_epochs: 1
   critic_epochs: 1
+  critic_prefit:
+    enabled: false  # a fixed, small number of updates
+  distrl:
+    windows: 2  # one micro-batch per optimizer step
 agent:
   max_new_tokens: 32
 """

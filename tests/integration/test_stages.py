@@ -29,7 +29,14 @@ KEY = "test-key-not-a-secret"
 def tiny_cfg(**extra) -> Config:
     base = {
         "orchestration": {"devices_per_worker": 2, "episodes_per_device": 1},
-        "algorithm": {"actor_epochs": 2, "critic_epochs": 1, "batch_size": 2},
+        # fixed step counts (no plateau-ruled pre-fit) and one micro-batch per step
+        "algorithm": {
+            "actor_epochs": 2,
+            "critic_epochs": 1,
+            "batch_size": 2,
+            "critic_prefit": {"enabled": False},
+            "distrl": {"windows": 2},
+        },
         "agent": {"max_new_tokens": 48},
         "sim": {"port": 0},
     }

@@ -31,6 +31,8 @@ torch.set_num_threads(1)
 DIM = 1408  # the tiny policy's image feature size
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
 GOOD, BAD, JUNK = '"action_type": "PRESS_HOME"', '"action_type": "PRESS_BACK"', "zz qq"
+# the paper's A-RIDE (the configured default is the released form, see algorithm.distrl)
+PAPER = {"advantage": "signed", "top_p": 1.0, "window_start": "fit", "entropy": "sum"}
 
 
 def _png() -> bytes:
@@ -283,7 +285,7 @@ def test_distrl_actor_raises_positive_advantage_and_lowers_invalid_actions(
         "sequence_length": 1,
         "entropy_coef": 0.0,
         "invalid_coef": invalid_coef,
-        "policy_advantage": policy_advantage,
+        "distrl": {"advantage": policy_advantage, "top_p": 1.0, "window_start": "fit"},
     }
     algo = build_algorithm(config_from_dict({"algorithm": algo_cfg}), policy)
     assert algo.positive_only == (policy_advantage == "positive")
@@ -310,7 +312,7 @@ def test_distrl_on_a_constrained_policy():
     rows = on_policy(policy, rows)
     won, lost = [r for r in rows if r["action"] == win], [r for r in rows if r["action"] == lose]
     before_win, before_lose = log_prob_of(policy, won), log_prob_of(policy, lost)
-    cfg = {"algorithm": {"sequence_length": 1, "entropy_coef": 0.0}}
+    cfg = {"algorithm": {"sequence_length": 1, "entropy_coef": 0.0, "distrl": PAPER}}
     algo = build_algorithm(config_from_dict(cfg), policy)
     replay, opt, rng = make_replay(rows), optimizer_for(algo, lr=1e-3), np.random.default_rng(0)
     for _ in range(4):
@@ -328,7 +330,8 @@ def test_distrl_critic_gets_gradient_and_fits_retrace_targets(policy):
         rows += trajectory(f"s{i}", [BAD, GOOD], [0.0, 1.0], seed=i)
         rows += trajectory(f"f{i}", [BAD], [0.0], task="Open Chrome", seed=20 + i)
     rows = on_policy(policy, rows)
-    algo = build_algorithm(config_from_dict({"algorithm": {"sequence_length": 2}}), policy)
+    cfg = {"algorithm": {"sequence_length": 2, "distrl": PAPER}}
+    algo = build_algorithm(config_from_dict(cfg), policy)
     replay = make_replay(rows)
     batch = batch_from_trajectories(replay, replay.slots)
     out = algo.loss(batch)

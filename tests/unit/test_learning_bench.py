@@ -194,7 +194,8 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
     smoke = LearningBenchSettings.smoke()
     base = run_config(smoke, "general", latency=False)
     key = sft_key(base, smoke)
-    rl = dataclasses.replace(base.algorithm, lm_lr=3e-5, policy_advantage="signed")
+    signed = dataclasses.replace(base.algorithm.distrl, advantage="signed")
+    rl = dataclasses.replace(base.algorithm, lm_lr=3e-5, distrl=signed)
     assert sft_key(dataclasses.replace(base, algorithm=rl), smoke) == key
     sft = dataclasses.replace(base.agent, sft_lr=base.agent.sft_lr * 2)
     assert sft_key(dataclasses.replace(base, agent=sft), smoke) != key
@@ -217,3 +218,35 @@ def test_cli_flags_become_settings() -> None:
     assert args.no_results
     full = settings_from_args(argparse.Namespace(**{**vars(args), "smoke": False}))
     assert full.task_sets == ("general", "webshop")
+
+
+def test_ablation_arms_force_collection_and_pick_the_lr_by_train_success() -> None:
+    from distrl_tasks.bench.ablation import ArmResult, ablation_table, arm_settings, arms
+    from distrl_tasks.bench.records import RunRecord
+
+    all_arms = arms()
+    assert len([a for a in all_arms if a.part == "factorial"]) == 6
+    names = {a.name for a in all_arms if a.part == "variants"}
+    assert {"distrl-signed", "distrl-unfiltered", "distrl-no_prefit", "distrl-windows_4"} <= names
+    smoke = LearningBenchSettings.smoke()
+    sync_distrl = next(a for a in all_arms if a.name == "distrl-sync")
+    settings = arm_settings(smoke, sync_distrl, 3e-5)
+    cfg = run_config(settings, "general", method="distrl")
+    assert not cfg.orchestration.asynchronous and cfg.algorithm.lm_lr == 3e-5
+    async_fbc = next(a for a in all_arms if a.name == "filtered_bc-async")
+    cfg = run_config(arm_settings(smoke, async_fbc, 1e-5), "general", method="filtered_bc")
+    assert cfg.orchestration.asynchronous and cfg.algorithm.name == "filtered_bc"
+    signed = next(a for a in all_arms if a.name == "distrl-signed")
+    cfg = run_config(arm_settings(smoke, signed, 1e-5), "general", method="distrl")
+    assert cfg.algorithm.distrl.advantage == "signed"
+
+    def rec(train: float, test: float) -> RunRecord:
+        return RunRecord("distrl", "general", 0, 20.0, {"train": train, "test": test}, 1)
+
+    # the test split is better at 1e-5, but train success picks 3e-5
+    res = ArmResult(signed, {1e-5: [rec(0.2, 0.9)], 3e-5: [rec(0.4, 0.1)]})
+    assert res.best_lr == 3e-5 and res.summary()["test_mean"] == 0.1
+    table = ablation_table([res], {"general": 0.25})
+    assert "distrl-signed" in table and "| 3e-05 |" in table and "10.0%" in table
+    with pytest.raises(ValueError, match="parts"):
+        arms(["bogus"])

@@ -309,3 +309,40 @@ def test_round_result_row_sums_merged_collections() -> None:
     assert row["trajectories"] == 16
     assert row["train_success"] == pytest.approx((2 + 3) / 16)
     assert row["steps_per_s"] == pytest.approx(3.0)
+
+
+def test_continuous_mode_runs_the_online_phase_as_one_continuous_round(
+    fake_stages, monkeypatch
+) -> None:
+    from distrl_tasks.orchestration import continuous
+
+    _, calls = fake_stages
+    got: dict = {}
+
+    def fake_round(cfg, workdir, record, round_, episodes, t0, budget_s=None):
+        got.update(round=round_, episodes=episodes, budget=budget_s, host=record["host"])
+        return RoundResult(round_, collect={"round": round_, "trajectories": 12}, collected_s=3.0)
+
+    monkeypatch.setattr(continuous, "continuous_round", fake_round)
+    base = _cfg(True, mode="off2on")
+    cont = dataclasses.replace(base.orchestration.continuous, replay_ratio=0.5)
+    cfg = dataclasses.replace(
+        base, orchestration=dataclasses.replace(base.orchestration, continuous=cont)
+    )
+    seen, collected = [], []
+    results = run_rounds(
+        cfg,
+        rounds=3,
+        budget_s=50.0,
+        on_round=lambda r: seen.append(r.round),
+        on_collect=lambda r, m, t: collected.append((r, m["trajectories"])),
+    )
+    # round 0 (offline) stays a synchronous round; then one continuous round holding the
+    # episodes of 3 online rounds
+    assert [r.round for r in results] == [0, 1] == seen
+    assert ("collect", 0) in calls and ("collect", 1) not in calls
+    assert got == {"round": 1, "episodes": 3 * cfg.orchestration.episodes_per_device,
+                   "budget": 50.0, "host": "h"}  # fmt: skip
+    assert collected == [(0, 4), (1, 12)]
+    assert calls[-1] == ("stop", 0)
+    assert not continuous.enabled(_cfg(False))  # synchronous runs keep their rounds

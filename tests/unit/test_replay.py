@@ -178,6 +178,30 @@ def test_sequences_never_cross_trajectory_boundaries():
     assert tids.count("a") / len(tids) == pytest.approx(1 / 12, abs=0.01)
 
 
+def test_step_starts_sample_every_stored_step_equally_and_among_restricts():
+    buf = ReplayBuffer(100, seed=0)
+    buf.add(traj("a", 10))
+    buf.add(traj("b", 2))
+    n = 24000
+    fit = buf.sample_sequences(n, 3, starts="fit")
+    step = buf.sample_sequences(n, 3, starts="step")
+    # "fit": a's 8 starts + b's 1 = 9; the last step of a (9) is never a start
+    assert not np.any((fit.slots == 0) & (fit.starts == 9))
+    # "step": 12 stored steps, each a start 1/12 of the time; windows past the end are masked
+    counts = np.zeros(12)
+    for slot, start in zip(step.slots, step.starts, strict=True):
+        counts[start + (10 if slot == 1 else 0)] += 1
+    np.testing.assert_allclose(counts / n, 1 / 12, atol=0.01)
+    last = (step.slots == 0) & (step.starts == 9)
+    assert last.any() and not step.mask[last][:, 1:].any()
+    only_b = buf.sample_sequences(50, 3, starts="step", among=[1, 57])
+    assert set(only_b.slots.tolist()) == {1}
+    with pytest.raises(ValueError, match="prioritized"):
+        buf.sample_sequences(2, 3, prioritized=True, among=[1])
+    with pytest.raises(ValueError, match="starts"):
+        buf.sample_sequences(2, 3, starts="end")
+
+
 def test_same_seed_same_samples():
     def draw(seed: int) -> list[int]:
         buf = ReplayBuffer(30, seed=seed)

@@ -1,0 +1,216 @@
+"""The ablation of issue 21: what makes DistRL learn, and what asynchrony buys.
+
+Two parts, each arm run by the learning benchmark's machinery (:func:`bench.learning.run_one`:
+same SFT policy, budget, devices, latency model and evaluation; finished runs cached by a hash
+of their settings, so an interrupted ablation resumes and arms shared with a learning benchmark
+in the same ``--workdir`` are not re-run):
+
+* **factorial** (2 x 3): asynchronous vs synchronous collection x {A-RIDE, DigiRL, Filtered
+  BC}, at equal wall clock;
+* **variants**: A-RIDE with collection fixed (asynchronous), one change at a time from the
+  configured form: the paper's signed advantage, no top-p filter, no critic pre-fit, 4 and 64
+  windows per optimizer step.
+
+Learning-rate search, the same for every arm: each arm runs with every ``algorithm.lm_lr`` of
+``lrs`` (default :data:`DEFAULT_LRS`, a factor-3 grid around the configured 1e-5); the arm's
+reported learning rate is the one with the best mean *train* success over seeds (the final
+evaluation's sampled train tasks), and its *test* success is reported, so the test tasks never
+choose a setting. The table shows every arm at its chosen rate, with the spread over seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import itertools
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from distrl_tasks.bench.records import RunRecord
+from distrl_tasks.bench.report import machine_info, replace_section
+from distrl_tasks.bench.setup import LearningBenchSettings, bootstrap_sft
+
+DEFAULT_LRS = (3e-6, 1e-5, 3e-5)
+START_MARK, END_MARK = "<!-- ablation:start -->", "<!-- ablation:end -->"
+PARTS = ("factorial", "variants")
+VARIANTS: dict[str, dict[str, Any]] = {
+    "configured": {},
+    "signed": {"algorithm.distrl.advantage": "signed"},
+    "unfiltered": {"algorithm.distrl.top_p": 1.0},
+    "no_prefit": {"algorithm.critic_prefit.enabled": False},
+    "windows_4": {"algorithm.distrl.windows": 4},
+    "windows_64": {"algorithm.distrl.windows": 64},
+}
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One setting of the ablation: a method, a collection mode, config changes."""
+
+    part: str
+    name: str
+    method: str
+    collection: str
+    overrides: Mapping[str, Any]
+
+
+def arms(parts: Sequence[str] = PARTS) -> list[Arm]:
+    """The arms of the requested parts (see the module docstring)."""
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        raise ValueError(f"parts must be some of {PARTS}, got {list(parts)}")
+    out: list[Arm] = []
+    if "factorial" in parts:
+        for collection, method in itertools.product(
+            ("async", "sync"), ("distrl", "digirl", "filtered_bc")
+        ):
+            out.append(Arm("factorial", f"{method}-{collection}", method, collection, {}))
+    if "variants" in parts:
+        for name, changes in VARIANTS.items():
+            out.append(Arm("variants", f"distrl-{name}", "distrl", "async", changes))
+    return out
+
+
+def arm_settings(base: LearningBenchSettings, arm: Arm, lr: float) -> LearningBenchSettings:
+    """The benchmark settings of one arm at one learning rate."""
+    overrides = {**base.overrides, **arm.overrides, "algorithm.lm_lr": lr}
+    return dataclasses.replace(
+        base, methods=(arm.method,), collection=arm.collection, overrides=overrides
+    )
+
+
+@dataclass
+class ArmResult:
+    """Every run of one arm, and the learning rate chosen for it."""
+
+    arm: Arm
+    records: dict[float, list[RunRecord]]  # lr -> runs (seeds x task sets)
+
+    def _mean(self, lr: float, split: str) -> float:
+        return statistics.fmean(r.final[split] for r in self.records[lr])
+
+    @property
+    def best_lr(self) -> float:
+        """The rate with the best mean train success (ties: the smaller rate)."""
+        return max(sorted(self.records), key=lambda lr: (self._mean(lr, "train"), -lr))
+
+    def summary(self) -> dict[str, Any]:
+        runs = self.records[self.best_lr]
+        test = [r.final["test"] for r in runs]
+        return {
+            "part": self.arm.part,
+            "arm": self.arm.name,
+            "lr": self.best_lr,
+            "runs": len(runs),
+            "test_mean": statistics.fmean(test),
+            "test_spread": (max(test) - min(test)) if len(test) > 1 else 0.0,
+            "train_mean": self._mean(self.best_lr, "train"),
+            "trajectories": statistics.fmean(sum(n for _, n in r.collections) for r in runs),
+            "rounds": statistics.fmean(r.rounds_in_budget for r in runs),
+        }
+
+
+def run_ablation(
+    base: LearningBenchSettings,
+    *,
+    parts: Sequence[str] = PARTS,
+    lrs: Sequence[float] = DEFAULT_LRS,
+    workdir: str | os.PathLike = "runs/learning-bench",
+    results_file: str | os.PathLike | None = "benchmarks/RESULTS.md",
+    command: str = "distrl bench ablation",
+    fresh: bool = False,
+    log: Callable[[str], None] = print,
+) -> tuple[str, list[ArmResult]]:
+    """Run (or reuse) every arm at every learning rate; returns the table and the results."""
+    import torch
+
+    from distrl_tasks.bench.learning import run_one
+
+    if not lrs or any(not lr > 0 for lr in lrs):
+        raise ValueError(f"lrs must be positive learning rates, got {list(lrs)}")
+    root = Path(workdir).resolve()
+    if fresh:
+        shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    started, threads = time.perf_counter(), torch.get_num_threads()
+    torch.set_num_threads(base.threads)
+    try:
+        sft = {ts: bootstrap_sft(base, ts, root, log=log) for ts in base.task_sets}
+        results = []
+        for arm in arms(parts):
+            records: dict[float, list[RunRecord]] = {}
+            for lr in lrs:
+                settings = arm_settings(base, arm, lr)
+                records[lr] = [
+                    run_one(settings, arm.method, ts, seed, sft[ts], root, log=log)
+                    for ts, seed in itertools.product(base.task_sets, base.seeds)
+                ]
+            results.append(ArmResult(arm, records))
+            s = results[-1].summary()
+            log(f"[ablation] {arm.name}: lr {s['lr']:g}, test {s['test_mean']:.1%}")
+    finally:
+        torch.set_num_threads(threads)
+    wall = time.perf_counter() - started
+    table = ablation_table(results, {ts: p.success["test"] for ts, p in sft.items()})
+    if results_file is not None:
+        section = _section(table, base, lrs, parts, command, wall)
+        path = Path(results_file)
+        text = path.read_text() if path.is_file() else "# Benchmark results\n"
+        path.write_text(replace_section(text, section, (START_MARK, END_MARK)))
+    log(f"\n{table}\nDone in {wall / 60:.1f} min")
+    return table, results
+
+
+def ablation_table(results: Sequence[ArmResult], sft_test: Mapping[str, float]) -> str:
+    """Markdown table: one row per arm at its chosen learning rate."""
+    sft = " / ".join(f"{ts} {v:.1%}" for ts, v in sft_test.items())
+    lines = [
+        f"SFT test success: {sft}",
+        "",
+        "| part | arm | lm_lr (by train) | runs | test (mean) | test spread | train | "
+        "trajectories | rounds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        s = res.summary()
+        lines.append(
+            f"| {s['part']} | {s['arm']} | {s['lr']:g} | {s['runs']} | {s['test_mean']:.1%} | "
+            f"{s['test_spread']:.1%} | {s['train_mean']:.1%} | {s['trajectories']:.0f} | "
+            f"{s['rounds']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _section(
+    table: str,
+    base: LearningBenchSettings,
+    lrs: Sequence[float],
+    parts: Sequence[str],
+    command: str,
+    wall_s: float,
+) -> str:
+    m = machine_info()
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join(
+        [
+            START_MARK,
+            "## Ablation (issue 21)",
+            "",
+            f"`{command}` — {date}, {m['cpu']}, {m['nproc']} CPUs "
+            "(shared with other work while it ran), preset "
+            f"`{base.preset}`: parts {', '.join(parts)}; task sets {', '.join(base.task_sets)}; "
+            f"seeds {', '.join(map(str, base.seeds))}; {base.budget_s:.0f} s per run on "
+            f"{base.devices} devices; lm_lr searched over {', '.join(f'{x:g}' for x in lrs)} "
+            f"(chosen by train success); {wall_s / 60:.1f} min in all.",
+            "",
+            table,
+            "",
+            END_MARK,
+        ]
+    )

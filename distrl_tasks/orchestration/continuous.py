@@ -1,0 +1,253 @@
+"""Continuous mode: actors and a learner that never waits, in one process (DistRL's design).
+
+Enabled for asynchronous runs with ``orchestration.continuous.replay_ratio > 0``
+(:func:`enabled`); :func:`~distrl_tasks.orchestration.pipeline.run_rounds` then runs the online
+phase as one *continuous round* instead of collect/learn rounds:
+
+* the actors (``collect_async`` on every device, one inference server) run the same episodes
+  ``rounds`` rounds would (``rounds * orchestration.episodes_per_device`` per device), or until
+  the wall-clock budget ends; each episode is dispatched through a
+  :class:`~distrl_tasks.runners.versions.VersionBoard`, so it starts with the newest published
+  policy, and waits at the staleness gate (``max_staleness``) when the learner is behind;
+* the learner (:class:`~distrl_tasks.algorithms.continuous.ContinuousLearner`) trains on the
+  labeled episodes as they arrive at ``replay_ratio`` updates per transition, pre-fits its
+  fresh critic on the first data, and publishes a version every ``K`` updates or ``T`` seconds;
+* at the end the episodes are written as the round's shards (like ``collect``) and labeled (the
+  oracle's verdicts, into ``labeled/`` where later rounds' replay and the curriculum read), the
+  learner's state is checkpointed and the policy exported, evaluated and registered like a
+  round's (``label``, ``train``, ``evaluate``, ``register`` manifests; no DVC version), and
+  the round's metrics hold the staleness distribution, the replay ratio reached and the idle
+  shares of learner and actors.
+
+The offline phase (round 0) stays an ordinary synchronous round before it, as everywhere.
+Airflow's ``distrl_actor`` / ``distrl_learner`` keep rounds (a task cannot hold a learner
+between DAG runs); they follow the same replay ratio, since the train stage takes
+``replay_ratio`` steps per transition collected since the learner's last round.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from typing import Any
+
+from distrl_tasks.config import Config
+from distrl_tasks.orchestration.round_results import RoundResult
+
+
+def enabled(cfg: Config) -> bool:
+    """Whether online rounds run as one continuous round (see the module docstring)."""
+    return cfg.orchestration.asynchronous and cfg.orchestration.continuous.replay_ratio > 0
+
+
+def _fresh_learner(cfg: Config, workdir: str | os.PathLike, round_: int):
+    """The learner of the round: saved state if any, else the registry's starting policy."""
+    from distrl_tasks.agents.policy import build_policy
+    from distrl_tasks.algorithms import train_state as ts
+    from distrl_tasks.algorithms.base import build_algorithm
+    from distrl_tasks.algorithms.learner import Learner
+    from distrl_tasks.stages import common
+    from distrl_tasks.stages import train as train_stage
+
+    latest = ts.latest_checkpoint(common.learner_dir(workdir) / "checkpoints")
+    version = 0
+    if latest is None:
+        registry = common.registry(cfg, workdir)
+        origin = registry.get_version(train_stage._starting_version(cfg, workdir, round_, registry))
+        start = registry.download_version(origin.version, common.learner_dir(workdir) / "registry")
+        version = origin.policy_version or 0
+        policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
+    else:
+        policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
+    a = cfg.algorithm
+    learner = Learner(
+        cfg,
+        build_algorithm(cfg, policy),
+        out_dir=common.learner_dir(workdir),
+        seed=cfg.sim.seed,
+        policy_version=version,
+        grad_accum_steps=a.grad_accum_steps,
+        mixed_precision=a.mixed_precision,
+        warmup_steps=a.warmup_steps,
+        weight_decay=a.weight_decay,
+    )
+    if latest is not None:
+        learner.load_checkpoint(latest)
+    return learner, latest is None
+
+
+def continuous_round(
+    cfg: Config,
+    workdir: str | os.PathLike,
+    record: dict,
+    round_: int,
+    episodes_per_device: int,
+    t0: float,
+    budget_s: float | None = None,
+) -> RoundResult:
+    """Run actors and the continuous learner until the episodes are done or the budget ends."""
+    from distrl_tasks.agents.image_encoders import image_feature_dim
+    from distrl_tasks.algorithms.continuous import ContinuousLearner, frozen_copy
+    from distrl_tasks.data.replay import ReplayBuffer
+    from distrl_tasks.data.schema import table_from_rows
+    from distrl_tasks.evaluators.oracle import OracleEvaluator
+    from distrl_tasks.runners.collector import collect_async
+    from distrl_tasks.runners.inference import InferenceServer
+    from distrl_tasks.runners.versions import VersionBoard
+    from distrl_tasks.stages import collect, common, curriculum
+    from distrl_tasks.tasks.taskset import load_goals
+
+    c, o = cfg.orchestration.continuous, cfg.orchestration
+    start = time.perf_counter()
+    learner, fresh = _fresh_learner(cfg, workdir, round_)
+    replay = ReplayBuffer(
+        cfg.data.replay_capacity,
+        alpha=cfg.algorithm.priority_alpha,
+        beta=cfg.algorithm.priority_beta,
+        seed=cfg.sim.seed,
+    )
+    horizon = cfg.env.horizon_webshop if cfg.env.task_set == "webshop" else cfg.env.horizon_general
+    policy = learner.algorithm.policy
+    board = VersionBoard(
+        frozen_copy(policy),
+        learner.policy_version,
+        replay_ratio=c.replay_ratio,
+        publish_every_updates=c.publish_every_updates,
+        max_staleness=c.max_staleness,
+        default_length=float(horizon),
+    )
+    cl = ContinuousLearner(
+        learner,
+        replay,
+        board,
+        publish_every_updates=c.publish_every_updates,
+        publish_every_s=c.publish_every_s,
+        prefit=cfg.algorithm.critic_prefit if fresh else None,
+    )
+    goals = load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
+    serials = list(record.get("serials") or [])[: o.workers * o.devices_per_worker]
+    probs, _ = curriculum.curriculum_probabilities(cfg, goals, common.labeled_dir(cfg, workdir))
+    plan = collect.sample_goals(
+        goals, serials, episodes_per_device, f"{cfg.sim.seed}/{round_}/0/train", probs
+    )
+    envs = collect.open_envs(cfg, record["host"], int(record["port"]), serials)
+    dim = image_feature_dim(cfg.agent)
+    sim = cfg.env.device_kind == "sim"
+    oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
+
+    def feed(ep: Any) -> None:
+        if ep.rows and ep.rows[0].get("label_status") == "labeled":
+            cl.add(table_from_rows(ep.rows, dim))
+
+    stop, halt, out = threading.Event(), threading.Event(), {}
+
+    def actors() -> None:
+        try:
+            with InferenceServer(
+                frozen_copy(policy),
+                board.version,
+                max_batch=o.inference_max_batch,
+                max_wait_ms=o.inference_max_wait_ms,
+            ) as server:
+                out["result"] = collect_async(
+                    envs,
+                    server,
+                    plan,
+                    round_=round_,
+                    oracle=oracle,
+                    gamma=cfg.algorithm.gamma,
+                    progress=False,
+                    on_episode=feed,
+                    board=board,
+                    halt=halt,
+                )
+        except BaseException as exc:  # handed to the learner's thread, which raises it
+            out["error"] = exc
+        finally:
+            stop.set()  # no more data: the learner catches up below, then stops
+
+    thread = threading.Thread(target=actors, name="continuous-actors", daemon=True)
+    thread.start()
+    timer = None
+    if budget_s is not None:
+        timer = threading.Timer(max(0.0, budget_s - (time.perf_counter() - t0)), halt.set)
+        timer.daemon = True
+        timer.start()
+    learner_stop = threading.Event()
+    watcher = threading.Thread(
+        target=lambda: (stop.wait(), _catch_up(board, halt), learner_stop.set()), daemon=True
+    )
+    watcher.start()
+    try:
+        report = cl.run(learner_stop)
+    finally:
+        halt.set()
+        board.close()
+        thread.join()
+        if timer is not None:
+            timer.cancel()
+    if "error" in out:
+        raise out["error"]
+    result = out["result"]
+    wall = time.perf_counter() - start
+    report["async/actor_idle_share"] = board.actor_wait_s / max(1e-9, len(envs) * wall)
+    return _finish(cfg, workdir, round_, learner, result, report, start, t0, dim)
+
+
+def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
+    """After the actors end, let the learner make the updates it still owes (not past budget)."""
+    end = time.monotonic() + timeout_s
+    while board.updates_owed() >= 1 and not halt.is_set() and time.monotonic() < end:
+        time.sleep(0.05)
+
+
+def _finish(cfg, workdir, round_, learner, result, report, start, t0, dim) -> RoundResult:
+    """Shards, learner state, exported policy, evaluation and registration of the round."""
+    from distrl_tasks.stages import collect, common, evaluate, label, register
+
+    shards = collect._write(
+        result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
+    )
+    manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}
+    labeled = label.run(cfg, round=round_, workdir=workdir)  # to labeled/, where replay reads
+    learner.save_checkpoint(f"round-{round_:06d}")
+    out = common.checkpoint_dir(workdir, round_).resolve()
+    tmp = out.with_name(out.name + ".tmp")
+    learner.algorithm.policy.save(
+        tmp,
+        metadata={
+            "round": round_,
+            "algorithm": cfg.algorithm.name,
+            "policy_version": learner.policy_version,
+        },
+    )
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    train = {
+        "round": round_,
+        "algorithm": cfg.algorithm.name,
+        "checkpoint_dir": str(out),
+        "policy_version": learner.policy_version,
+        "steps": learner.step,
+        "metrics": {k: float(v) for k, v in report.items()},
+        "reused": False,
+    }
+    with common.stage_run(cfg, workdir, round_, "train") as run_:
+        run_.log_metrics(train["metrics"], step=round_)
+    common.write_manifest(workdir, round_, "train", train)
+    res = RoundResult(round_, collect=manifest, collected_s=time.perf_counter() - t0)
+    res.label, res.train = labeled, train
+    res.evaluate = evaluate.run(cfg, round=round_, checkpoint_dir=str(out), workdir=workdir)
+    res.register = register.run(
+        cfg,
+        round=round_,
+        checkpoint_dir=str(out),
+        data_version="",
+        evaluation=res.evaluate,
+        workdir=workdir,
+    )
+    now = time.perf_counter()
+    res.seconds, res.finished_s = now - start, now - t0
+    return res

@@ -1,0 +1,214 @@
+"""The learner that never waits: version publishing cadence, replay ratio, staleness bound.
+
+The board and the continuous learner run for real (threads, the real Learner with DistRL on the
+tiny policy); only the actors are played by the test, which calls the board as a device thread
+of ``collect_async`` does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from distrl_tasks.agents.actions import ActionType, format_action, key
+from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.algorithms.base import build_algorithm
+from distrl_tasks.algorithms.continuous import ContinuousLearner
+from distrl_tasks.algorithms.learner import Learner
+from distrl_tasks.config import AgentConfig, config_from_dict
+from distrl_tasks.data.replay import ReplayBuffer
+from distrl_tasks.data.schema import table_from_rows
+from distrl_tasks.runners.versions import BoardClosed, VersionBoard
+
+torch.set_num_threads(1)
+DIM = 1408
+T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+HOME = format_action(key(ActionType.PRESS_HOME))
+
+
+def trajectory(tid: str, n: int, success: bool, seed: int):
+    rng = np.random.default_rng(seed)
+    rows = [
+        {
+            "trajectory_id": tid,
+            "step": t,
+            "round": 1,
+            "task": "Open the clock",
+            "task_set": "general",
+            "split": "train",
+            "device": "emulator-5554",
+            "policy_version": 0,
+            "prompt": "Previous Actions: Goal: Open the clock",
+            "action": HOME,
+            "action_type": "PRESS_HOME",
+            "invalid": False,
+            "screenshot_png": None,
+            "final_screenshot_png": None,
+            "image_features": rng.normal(size=DIM),
+            "final_image_features": rng.normal(size=DIM) if t == n - 1 else None,
+            "behavior_log_prob": -2.0,
+            "reward": float(success and t == n - 1),
+            "penalty": 0.0,
+            "done": t == n - 1,
+            "mc_return": 0.0,
+            "trajectory_reward": float(success),
+            "evaluator": "oracle",
+            "label_status": "labeled",
+            "started_at": T0,
+            "ended_at": T0,
+        }
+        for t in range(n)
+    ]
+    return table_from_rows(rows, DIM)
+
+
+def wait_until(cond, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
+# --- the staleness gate ---------------------------------------------------------------------
+
+
+def test_an_actor_blocked_past_eta_starts_once_a_newer_version_is_published():
+    board = VersionBoard("p0", 0, replay_ratio=1.0, publish_every_updates=1, max_staleness=1)
+    first = board.dispatch()
+    assert (first.policy, first.version) == ("p0", 0)
+    board.finished(0, 2)  # 2 transitions: the learner owes 2 updates > eta * K = 1
+    got: list = []
+    actor = threading.Thread(target=lambda: got.append(board.dispatch()))
+    actor.start()
+    time.sleep(0.3)
+    assert actor.is_alive() and not got  # blocked at the gate
+    board.record_updates(1)
+    board.publish("p1", 1)  # backlog 1 <= 1: admitted, with the new version
+    actor.join(5)
+    assert got and (got[0].policy, got[0].version) == ("p1", 1)
+    assert got[0].waited_s >= 0.25
+    assert board.actor_wait_s >= 0.25
+
+
+def test_running_episodes_count_toward_the_backlog_and_close_releases_waiters():
+    board = VersionBoard("p", 0, replay_ratio=0.5, publish_every_updates=2, max_staleness=1,
+                         default_length=4.0)  # fmt: skip
+    board.dispatch()  # backlog before: 0
+    # one running episode of ~4 steps at ratio .5 owes 2 updates <= 1 * 2: a second one starts
+    board.dispatch()
+    assert board.backlog() == pytest.approx(4.0)
+    errors: list = []
+
+    def third():
+        try:
+            board.dispatch()
+        except BoardClosed as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=third)
+    t.start()
+    time.sleep(0.2)
+    assert t.is_alive()
+    board.close()
+    t.join(5)
+    assert len(errors) == 1
+
+
+def test_no_gate_without_a_replay_ratio_and_staleness_is_counted_at_the_end():
+    board = VersionBoard("p0", 3)
+    dispatched = [board.dispatch() for _ in range(5)]
+    board.publish("p5", 5)
+    for d in dispatched[:4]:
+        board.finished(d.version, 3)
+    board.finished(dispatched[4].version, 0)  # lost to a device error: not an episode
+    summary = board.staleness_summary()
+    assert summary["async/episodes"] == 4
+    assert summary["async/staleness_max"] == 2 and summary["async/staleness_mean"] == 2
+    with pytest.raises(ValueError, match="must be >"):
+        board.publish("old", 5)
+
+
+# --- the continuous learner -----------------------------------------------------------------
+
+
+@pytest.fixture
+def learner(tmp_path):
+    algorithm = {"batch_size": 2, "distrl": {"top_p": 1.0, "windows": 2, "window_start": "step"}}
+    cfg = config_from_dict({"algorithm": algorithm})
+    policy = build_policy(AgentConfig(), seed=0)
+    return Learner(cfg, build_algorithm(cfg, policy), out_dir=tmp_path, seed=0)
+
+
+def test_continuous_learner_respects_the_replay_ratio_and_publishes_every_k(learner):
+    board = VersionBoard(None, 0, replay_ratio=1.0, publish_every_updates=2, max_staleness=8)
+    cl = ContinuousLearner(learner, ReplayBuffer(1000), board, publish_every_updates=2)
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: cl.run(stop))
+    thread.start()
+    try:
+        d = board.dispatch()
+        cl.add(trajectory("a", 3, True, 0))
+        board.finished(d.version, 3)
+        wait_until(lambda: board.updates == 3)
+        time.sleep(0.3)  # owes nothing more: the learner idles instead of training on
+        assert board.updates == 3 and board.version == 1  # published after update 2 only
+        d = board.dispatch()
+        assert d.version == 1 and d.policy is not None
+        cl.add(trajectory("b", 5, False, 1))
+        board.finished(d.version, 5)
+        wait_until(lambda: board.updates == 8)
+        wait_until(lambda: board.version == 4)
+    finally:
+        stop.set()
+        thread.join(60)
+    report = cl.report()
+    assert report["async/updates"] == 8 and report["async/transitions"] == 8
+    assert report["async/replay_ratio_reached"] == 1.0
+    assert report["async/versions_published"] == 4
+    assert 0.0 < report["async/learner_idle_share"] < 1.0
+    assert [v for v, _ in cl.published] == [1, 2, 3, 4]
+    # a published policy is a frozen copy: the learner's later updates do not reach it
+    policy = board.dispatch().policy
+    assert policy is not learner.algorithm.policy
+    assert not any(p.requires_grad for p in policy.model.parameters())
+
+
+def test_continuous_learner_publishes_every_t_seconds(learner):
+    board = VersionBoard(None, 0, replay_ratio=1.0, publish_every_updates=100, max_staleness=8)
+    cl = ContinuousLearner(
+        learner, ReplayBuffer(1000), board, publish_every_updates=100, publish_every_s=1e-6
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: cl.run(stop))
+    thread.start()
+    try:
+        cl.add(trajectory("a", 2, True, 0))
+        board.dispatch()
+        board.finished(0, 2)
+        wait_until(lambda: board.updates == 2 and board.version == 2)
+    finally:
+        stop.set()
+        thread.join(60)
+    assert len(cl.published) == 2  # T elapsed after each update, K never reached
+
+
+def test_rounds_take_replay_ratio_steps_per_new_transition(tmp_path):
+    from distrl_tasks.stages.train import _trained_round, replay_ratio_steps
+
+    replay = ReplayBuffer(1000)
+    for tid, n, rnd in (("a", 4, 1), ("b", 6, 2), ("c", 5, 3)):
+        table = trajectory(tid, n, True, 0)
+        replay.add(table.set_column(table.schema.get_field_index("round"), "round",
+                                    pa.array([rnd] * n, pa.int32())))  # fmt: skip
+    assert replay_ratio_steps(replay, 0.5, after_round=1) == 6  # ceil(.5 * (6 + 5))
+    assert replay_ratio_steps(replay, 0.5, after_round=-1) == 8  # ceil(7.5)
+    assert replay_ratio_steps(replay, 0.5, after_round=3) == 1  # nothing new: at least 1
+    assert _trained_round(None) == -1
+    assert _trained_round(tmp_path / "round-000007") == 7
