@@ -29,21 +29,15 @@ class Running:
     pid: int
     port: int | None
     log: str
-    argv0: str  # the executable, to recognise the pid later
+    started: int  # start time in clock ticks since boot (/proc/<pid>/stat), against pid reuse
 
     def alive(self) -> bool:
-        """The recorded pid still runs the recorded program (and is not a zombie)."""
-        try:
-            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes().split(b"\0")
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return False
-        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-            return False
-        want = Path(self.argv0).name
-        # setproctitle may fold argv into one string ("airflow scheduler"): compare tokens
-        tokens = b" ".join(cmdline).decode(errors="replace").replace(":", " ").split()
-        return any(Path(token).name == want for token in tokens)
+        """The recorded pid still runs the process ``up`` started (same start time, no zombie).
+
+        Compared by start time, not command line: Airflow and Celery rewrite their titles.
+        """
+        stat = _stat(self.pid)
+        return stat is not None and stat[0] != "Z" and stat[1] == self.started
 
     def listening(self) -> bool:
         """Something accepts connections on the recorded loopback port (True when none)."""
@@ -52,6 +46,16 @@ class Running:
         with socket.socket() as s:
             s.settimeout(1.0)
             return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """``(state, start time)`` of ``pid`` from ``/proc/<pid>/stat``; None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()  # after "pid (comm)": state is field 3, start 22
+    return fields[0], int(fields[19])
 
 
 def free_port() -> int:
@@ -86,7 +90,9 @@ def start(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    return Running(name=name, pid=proc.pid, port=port, log=str(log), argv0=argv[0])
+    stat = _stat(proc.pid)
+    started = stat[1] if stat else -1
+    return Running(name=name, pid=proc.pid, port=port, log=str(log), started=started)
 
 
 def stop(run: Running, sig: int = signal.SIGTERM, grace_s: float = 30.0) -> bool:
