@@ -25,23 +25,24 @@ WORKERS: dict[str, tuple[tuple[str, ...], int]] = {
     "worker-devices": (("devices",), 2),
     "worker-gpu": (("gpu", "default"), 2),
 }
-# cluster service -> the docker/compose.yaml service that plays its part
-COMPOSE_NAMES: dict[str, str] = {
-    "postgres": "postgres",
-    "redis": "redis",
-    "mlflow": "mlflow",
-    "api-server": "airflow-apiserver",
-    "scheduler": "airflow-scheduler",
-    "dag-processor": "airflow-dag-processor",
-    "worker-devices": "airflow-worker-devices",
-    "worker-gpu": "airflow-worker-gpu",
+# cluster service -> the docker/compose.yaml services that play its part (compose splits the
+# gpu,default worker in two: its gpu worker sits on a GPU machine, bookkeeping need not wait there)
+COMPOSE_NAMES: dict[str, tuple[str, ...]] = {
+    "postgres": ("postgres",),
+    "redis": ("redis",),
+    "mlflow": ("mlflow",),
+    "api-server": ("airflow-apiserver",),
+    "scheduler": ("airflow-scheduler",),
+    "dag-processor": ("airflow-dag-processor",),
+    "worker-devices": ("airflow-worker-devices",),
+    "worker-gpu": ("airflow-worker-gpu", "airflow-worker-default"),
 }
 # params.yaml keys every Airflow process gets from the environment (DISTRL_SET_<NAME>)
 PARAMS_OVERRIDES: dict[str, str] = {
     "DISTRL_SET_TRACKING_URI": "tracking.tracking_uri",
     "DISTRL_SET_DVC_REMOTE": "data.dvc_remote",
 }
-MLFLOW_FLAGS = ("--serve-artifacts", "--workers", "1")
+MLFLOW_FLAGS = ("--serve-artifacts", "--artifacts-destination")  # the latter takes a path
 REDIS_FLAGS = ("--appendonly", "yes", "--protected-mode", "yes")
 
 
@@ -188,8 +189,9 @@ def cluster_services(paths: Paths, ports: Ports, secrets: dict[str, str]) -> lis
                 "--port",
                 str(ports.mlflow),
                 *MLFLOW_FLAGS,
-                "--artifacts-destination",
                 str(paths.artifacts),
+                "--workers",
+                "1",  # two cores: one server process is plenty
             ),
             env={"MLFLOW_BACKEND_STORE_URI": mlflow_store},
             port=ports.mlflow,

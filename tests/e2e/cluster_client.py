@@ -145,12 +145,7 @@ class Cluster:
             f"/logs/{try_number}?map_index={ti['map_index']}"
         )
         content = self.request("GET", path).get("content", [])
-        return "\n".join(
-            (e.get("event", "") + (f" {json.dumps(e['error_detail'])}" if e.get("error_detail") else ""))
-            if isinstance(e, dict)
-            else str(e)
-            for e in content
-        )
+        return "\n".join(_log_line(e) for e in content)
 
     def task_logs(self, dag_id: str, run_id: str, tis: list[dict[str, Any]]) -> str:
         out = []
@@ -160,3 +155,11 @@ class Cluster:
                     text = self.task_log(dag_id, run_id, ti, max(ti["try_number"], 1))
                     out.append(f"--- task {ti['task_id']} ---\n{text[-2500:]}")
         return "\n".join(out)
+
+
+def _log_line(entry: Any) -> str:
+    """One structured task-log entry as text, with the exception details when there are any."""
+    if not isinstance(entry, dict):
+        return str(entry)
+    detail = entry.get("error_detail")
+    return entry.get("event", "") + (f" {json.dumps(detail)[-2000:]}" if detail else "")

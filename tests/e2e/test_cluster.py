@@ -124,7 +124,7 @@ def test_status_shows_every_service_up_and_bound_to_loopback(cluster: Cluster) -
     assert secrets_file.stat().st_mode & 0o777 == 0o600
     assert Path(cluster.state["passwords_file"]).stat().st_mode & 0o077 == 0
     # auth is on: no token, no API
-    with pytest.raises(Exception, match="401|403"):
+    with pytest.raises(Exception, match=r"401|403"):
         cluster.request("GET", "/api/v2/dags", auth=False)
 
 
@@ -211,7 +211,7 @@ def _round_shards(workdir: Path, round_: int) -> list[Path]:
 
 
 def _in_dvc_remote(remote: Path, path: Path) -> bool:
-    digest = hashlib.md5(path.read_bytes()).hexdigest()  # noqa: S324 (DVC's content address)
+    digest = hashlib.md5(path.read_bytes()).hexdigest()  # DVC's content address
     return (remote / "files" / "md5" / digest[:2] / digest[2:]).is_file()
 
 
@@ -237,17 +237,19 @@ def test_async_layout_runs_two_learner_rounds_with_staleness(cluster: Cluster) -
     done = cluster.wait_until(
         "two learner runs to finish",
         lambda: (
-            runs := [r for r in learner_runs() if r["state"] in ("success", "failed")]
-        )
-        and len(runs) >= 2
-        and all(r["state"] in ("success", "failed") for r in learner_runs())
-        and runs,
+            (runs := [r for r in learner_runs() if r["state"] in ("success", "failed")])
+            and len(runs) >= 2
+            and all(r["state"] in ("success", "failed") for r in learner_runs())
+            and runs
+        ),
         600,
     )
     for run in done:
         cluster.wait_for_run("distrl_learner", run["dag_run_id"])
-    print(f"\nasync: actor rounds 2-3 and {len(done)} learner rounds in "
-          f"{time.monotonic() - started:.0f}s")
+    print(
+        f"\nasync: actor rounds 2-3 and {len(done)} learner rounds in "
+        f"{time.monotonic() - started:.0f}s"
+    )
     for run in done:
         for ti in cluster.task_instances("distrl_learner", run["dag_run_id"]):
             if ti["state"] == "success":
@@ -299,8 +301,9 @@ def test_no_secret_reaches_logs_xcom_mlflow_or_parquet(cluster: Cluster) -> None
         if ti["state"] != "success":
             continue
         with contextlib.suppress(Exception):
-            value = json.dumps(cluster.xcom("distrl_round", "cluster_round1", ti["task_id"],
-                                            ti["map_index"]))
+            value = json.dumps(
+                cluster.xcom("distrl_round", "cluster_round1", ti["task_id"], ti["map_index"])
+            )
             leaks += [f"{n} in XCom {ti['task_id']}" for n, v in secrets.items() if v in value]
     # params and tags of every MLflow run, on the server
     from mlflow import MlflowClient
