@@ -163,3 +163,38 @@ def _log_line(entry: Any) -> str:
         return str(entry)
     detail = entry.get("error_detail")
     return entry.get("event", "") + (f" {json.dumps(detail)[-2000:]}" if detail else "")
+
+
+def listening_sockets(leaders: set[int]) -> set[str]:
+    """``ip:port`` of every TCP listening socket held by a process in the leaders' groups."""
+    inodes: set[str] = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if os.getpgid(int(proc.name)) not in leaders and int(proc.name) not in leaders:
+                continue
+            for fd in (proc / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    found: set[str] = set()
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A = LISTEN
+                continue
+            ip_hex, port_hex = fields[1].split(":")
+            found.add(f"{_ip(ip_hex, v6)}:{int(port_hex, 16)}")
+    return found
+
+
+def _ip(hex_ip: str, v6: bool) -> str:
+    if not v6:
+        return ".".join(str(int(hex_ip[i : i + 2], 16)) for i in (6, 4, 2, 0))
+    if hex_ip == "0" * 32:
+        return "[::]"
+    if hex_ip == "0000000000000000FFFF00000100007F":
+        return "127.0.0.1"
+    return "[" + hex_ip + "]"

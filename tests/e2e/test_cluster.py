@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_client import Cluster, distrl
+from cluster_client import Cluster, distrl, listening_sockets
 from fakes.projects import TINY_PARAMS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -113,7 +113,7 @@ def test_status_shows_every_service_up_and_bound_to_loopback(cluster: Cluster) -
     ]
     down = [s["name"] for s in cluster.state["services"] if not s["alive"]]
     assert not down, f"not running: {down}\n{cluster.logs(*down)}"
-    listening = _listening_sockets({s["pid"] for s in cluster.state["services"]})
+    listening = listening_sockets({s["pid"] for s in cluster.state["services"]})
     assert listening, "found no listening sockets of the cluster's processes"
     exposed = sorted(addr for addr in listening if not addr.startswith("127.0.0.1:"))
     assert not exposed, f"sockets not on loopback: {exposed}"
@@ -126,41 +126,6 @@ def test_status_shows_every_service_up_and_bound_to_loopback(cluster: Cluster) -
     # auth is on: no token, no API
     with pytest.raises(Exception, match=r"401|403"):
         cluster.request("GET", "/api/v2/dags", auth=False)
-
-
-def _listening_sockets(leaders: set[int]) -> set[str]:
-    """``ip:port`` of every TCP listening socket held by a process in the leaders' groups."""
-    inodes: set[str] = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            if os.getpgid(int(proc.name)) not in leaders and int(proc.name) not in leaders:
-                continue
-            for fd in (proc / "fd").iterdir():
-                with contextlib.suppress(OSError):
-                    target = os.readlink(fd)
-                    if target.startswith("socket:["):
-                        inodes.add(target[8:-1])
-    found: set[str] = set()
-    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] != "0A" or fields[9] not in inodes:  # 0A = LISTEN
-                continue
-            ip_hex, port_hex = fields[1].split(":")
-            found.add(f"{_ip(ip_hex, v6)}:{int(port_hex, 16)}")
-    return found
-
-
-def _ip(hex_ip: str, v6: bool) -> str:
-    if not v6:
-        return ".".join(str(int(hex_ip[i : i + 2], 16)) for i in (6, 4, 2, 0))
-    if hex_ip == "0" * 32:
-        return "[::]"
-    if hex_ip == "0000000000000000FFFF00000100007F":
-        return "127.0.0.1"
-    return "[" + hex_ip + "]"
 
 
 def test_round_runs_each_task_on_the_worker_of_its_queue(cluster: Cluster) -> None:
