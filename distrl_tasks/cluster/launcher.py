@@ -89,13 +89,19 @@ def _airflow(args: list[str], env: dict[str, str], timeout: float = 600) -> None
 def up(paths: Paths, pool_slots: int = 2) -> dict[str, object]:
     """Start the deployment; returns the recorded state (ports, URLs, processes).
 
+    When some recorded services still run, only the ones that died are started again, on their
+    recorded ports (a crashed or killed worker rejoins; its tasks' retries then run on it).
+
     Raises:
         RuntimeError: it is already running, or a service did not come up (its log tail is in
             the message; everything started so far is stopped again).
     """
     info, recorded = load_state(state_path(paths))
-    if any(r.alive() for r in recorded):
-        raise RuntimeError(f"a cluster already runs from {paths.root}: `distrl cluster down` first")
+    alive = [r for r in recorded if r.alive()]
+    if alive and len(alive) == len(recorded):
+        raise RuntimeError(f"a cluster already runs from {paths.root} (distrl cluster status)")
+    if alive:
+        return _restart_dead(paths, info, recorded)
     for directory in (paths.root, paths.logs, paths.redis, paths.airflow_home, paths.artifacts):
         directory.mkdir(parents=True, exist_ok=True)
     paths.dvc_remote.mkdir(parents=True, exist_ok=True)
@@ -123,6 +129,42 @@ def up(paths: Paths, pool_slots: int = 2) -> dict[str, object]:
     return {**info, "services": [asdict(r) for r in running]}
 
 
+def _launch(paths: Paths, service: Service, env: dict[str, str]) -> Running:
+    prefix = postgres.user_prefix() if service.as_postgres_user else None
+    return start(
+        service.name,
+        list(service.argv),
+        {**env, **service.env},
+        paths.logs / f"{service.name}.log",
+        paths.root,
+        service.port,
+        preexec=prefix,
+    )
+
+
+def _restart_dead(
+    paths: Paths, info: dict[str, object], recorded: list[Running]
+) -> dict[str, object]:
+    """Start again the recorded services that are not running, with the recorded ports."""
+    ports = Ports(**info["ports"])  # type: ignore[arg-type]
+    secrets = load_or_create(paths.secrets)
+    services = {s.name: s for s in cluster_services(paths, ports, secrets)}
+    env = base_env()
+    af_env = {**env, **airflow_env(paths, ports, secrets)}
+    running = list(recorded)
+    for i, run in enumerate(recorded):
+        if run.alive():
+            continue
+        stop(run, grace_s=1)  # orphans of the dead leader, e.g. its task processes
+        service = services[run.name]
+        service_env = af_env if run.name in AIRFLOW_SERVICES else env
+        running[i] = _launch(paths, service, service_env)
+        save_state(state_path(paths), info, running)
+        if service.port is not None:
+            wait_for(run.name, running[i].listening, running[i], START_TIMEOUT_S)
+    return {**info, "services": [asdict(r) for r in running]}
+
+
 def _start_all(
     paths: Paths,
     ports: Ports,
@@ -136,16 +178,7 @@ def _start_all(
     af_env = {**env, **airflow_env(paths, ports, secrets)}
 
     def launch(service: Service, service_env: dict[str, str]) -> Running:
-        prefix = postgres.user_prefix() if service.as_postgres_user else None
-        run = start(
-            service.name,
-            list(service.argv),
-            {**service_env, **service.env},
-            paths.logs / f"{service.name}.log",
-            paths.root,
-            service.port,
-            preexec=prefix,
-        )
+        run = _launch(paths, service, service_env)
         running.append(run)
         save_state(state_path(paths), info, running)
         return run

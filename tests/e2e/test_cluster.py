@@ -128,12 +128,32 @@ def test_status_shows_every_service_up_and_bound_to_loopback(cluster: Cluster) -
         cluster.request("GET", "/api/v2/dags", auth=False)
 
 
-def test_round_runs_each_task_on_the_worker_of_its_queue(cluster: Cluster) -> None:
+def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
+    cluster: Cluster,
+) -> None:
+    """One ``distrl_round`` through the REST API, with two faults injected while it runs: the
+    devices worker is SIGKILLed during ``collect`` and the MLflow server during ``train``; both
+    come back through ``distrl cluster up`` (which restarts only what died)."""
     run = cluster.trigger("distrl_round", "cluster_round1", {"round": 1})
     assert run["conf"] == {"round": 1}
     started = time.monotonic()
-    cluster.wait_for_run("distrl_round", "cluster_round1")
-    print(f"\ndistrl_round round 1 on the cluster: {time.monotonic() - started:.0f}s")
+    counts: dict[str, Any] = {}
+
+    def ti_state(task_id: str) -> str | None:
+        tis = cluster.task_instances("distrl_round", "cluster_round1")
+        return next((t["state"] for t in tis if t["task_id"] == task_id), None)
+
+    cluster.wait_until("collect to run", lambda: ti_state("collect") == "running", 600)
+    time.sleep(3.0)  # the task process is past start-up, inside the collection
+    counts["devices_worker_killed_in"] = ti_state("collect")
+    _kill_and_restart(cluster, "worker-devices")
+    cluster.wait_until("train to run", lambda: ti_state("train") == "running", 900)
+    counts["mlflow_killed_in"] = ti_state("train")
+    _kill_and_restart(cluster, "mlflow")
+
+    cluster.wait_for_run("distrl_round", "cluster_round1", timeout=1200)
+    took = time.monotonic() - started
+    print(f"\ndistrl_round round 1 on the cluster, faults included: {took:.0f}s")
     tis = cluster.task_instances("distrl_round", "cluster_round1")
     ran = [t for t in tis if t["state"] == "success"]
     assert {t["task_id"] for t in ran} >= {"start_farm", "collect", "train", "evaluate", "register"}
@@ -145,21 +165,74 @@ def test_round_runs_each_task_on_the_worker_of_its_queue(cluster: Cluster) -> No
     assert placement["collect"] == placement["start_farm"] == placement["evaluate"] == "devices"
     assert placement["train"] == "gpu" and placement["register"] == "default"
     print(f"task -> queue: {placement}")
+    tries = {t["task_id"]: t["try_number"] for t in tis}
+    counts["collect_tries"] = tries["collect"]
+    counts["train_tries"] = tries["train"]
+    counts["register_tries"] = tries["register"]
+    # the kill lost collect's first try; the scheduler failed it and the restarted worker ran it
+    assert tries["collect"] >= 2, f"collect was not retried after the worker was killed: {tries}"
 
-    # the registered version is in the MLflow server's registry, with its lineage
+    # every trajectory in the round's shards exactly once, and as many as were planned
+    shards = _round_shards(cluster.workdir, 1)
+    assert shards, f"no Parquet shards of round 1 under {cluster.workdir}/data"
+    steps, trajectories = _shard_rows(shards)
+    counts["trajectories"] = len(trajectories)
+    counts["duplicate_steps"] = len(steps) - len(set(steps))
+    assert counts["duplicate_steps"] == 0, f"duplicated (trajectory, step) rows in {shards}"
+    assert len(trajectories) == 2 * 1, trajectories  # tiny project: 2 devices x 1 episode
+
+    # the registered version is in the MLflow server's registry, with its lineage, and only once
     manifest = cluster.xcom("distrl_round", "cluster_round1", "register")
     version = _model_version(cluster, manifest["version"])
     assert version.tags["round"] == "1" and version.tags["algorithm"] == "distrl"
     data_version = cluster.xcom("distrl_round", "cluster_round1", "version")["data_version"]
     assert data_version and version.tags["data_version"] == data_version
     assert version.tags["policy_version"] and version.run_id
+    round_versions = _versions_of_round(cluster, 1)
+    counts["registry_versions_round_1"] = len(round_versions)
+    assert round_versions == [str(manifest["version"])], round_versions
 
     # the round's shards were pushed: every Parquet file's content is in the DVC remote
-    shards = _round_shards(cluster.workdir, 1)
-    assert shards, f"no Parquet shards of round 1 under {cluster.workdir}/data"
     remote = Path(cluster.state["dvc_remote"])
     missing = [p.name for p in shards if not _in_dvc_remote(remote, p)]
     assert not missing, f"shards not in the DVC remote {remote}: {missing}"
+    print(f"fault counts: {json.dumps(counts)}")
+
+
+def _kill_and_restart(cluster: Cluster, name: str) -> None:
+    """SIGKILL a service's whole process group, then ``distrl cluster up`` restarts it."""
+    cluster.refresh()
+    old = cluster.service(name)
+    assert old["alive"], f"{name} is not running:\n{cluster.logs(name)}"
+    os.killpg(old["pid"], signal.SIGKILL)
+    time.sleep(2.0)
+    again = distrl("cluster", "up", cwd=cluster.workdir)
+    assert again.returncode == 0, f"restarting {name}: {again.stdout}\n{again.stderr}"
+    cluster.refresh()
+    new = cluster.service(name)
+    assert new["alive"] and new["pid"] != old["pid"], (old, new)
+    others = {s["name"]: s["pid"] for s in cluster.state["services"] if s["name"] != name}
+    print(f"killed {name} (pid {old['pid']}), restarted as pid {new['pid']}; others kept")
+    assert len(others) == len(cluster.state["services"]) - 1
+
+
+def _shard_rows(shards: list[Path]) -> tuple[list[tuple[str, int]], set[str]]:
+    import pyarrow.parquet as pq
+
+    steps: list[tuple[str, int]] = []
+    for path in shards:
+        table = pq.read_table(path, columns=["trajectory_id", "step"])
+        ids = table.column("trajectory_id").to_pylist()
+        steps += list(zip(ids, table.column("step").to_pylist(), strict=True))
+    return steps, {t for t, _ in steps}
+
+
+def _versions_of_round(cluster: Cluster, round_: int) -> list[str]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=cluster.mlflow, registry_uri=cluster.mlflow)
+    found = client.search_model_versions("name='distrl-policy'")
+    return sorted(v.version for v in found if v.tags.get("round") == str(round_))
 
 
 def _model_version(cluster: Cluster, version: int) -> Any:
@@ -170,9 +243,9 @@ def _model_version(cluster: Cluster, version: int) -> Any:
 
 
 def _round_shards(workdir: Path, round_: int) -> list[Path]:
-    return sorted(
-        p for p in (workdir / "data").rglob("*.parquet") if f"round_{round_:04d}" in str(p)
-    ) or sorted(p for p in (workdir / "data").rglob("*.parquet") if f"round{round_}" in str(p))
+    """The round's raw shards (``r<round>-w<worker>-<serial>.parquet``)."""
+    raw = workdir / "data" / "trajectories" / "raw"
+    return sorted(raw.glob(f"r{round_:06d}-w*.parquet"))
 
 
 def _in_dvc_remote(remote: Path, path: Path) -> bool:
