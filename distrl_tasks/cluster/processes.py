@@ -111,7 +111,19 @@ def stop(run: Running, sig: int = signal.SIGTERM, grace_s: float = 30.0) -> bool
         time.sleep(0.2)
     _kill_group(run.pid, signal.SIGKILL)
     _reap(run.pid)
+    _wait_group_gone(run.pid, 5.0)
     return True
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    """Give the killed group's members (e.g. task processes) a moment to disappear."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.1)
 
 
 def _kill_group(pid: int, sig: int) -> None:
