@@ -127,6 +127,9 @@ def run(
     )
     if latest is not None:
         learner.load_checkpoint(latest)
+    if hasattr(algorithm, "policy_version"):
+        # DistRL reports train/staleness (this version minus the data's behaviour versions)
+        algorithm.policy_version = learner.policy_version
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
     # critic warm-up first, then the actor (bumps learner.policy_version)
     metrics = learner.train_round(replay, steps, critic_steps=critic_steps)

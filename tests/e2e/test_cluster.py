@@ -307,11 +307,13 @@ def _staleness_by_round(cluster: Cluster) -> dict[int, float]:
     experiment = client.get_experiment_by_name("distrl")
     assert experiment is not None, "no experiment 'distrl' on the MLflow server"
     out: dict[int, float] = {}
-    for run in client.search_runs([experiment.experiment_id], max_results=500):
+    train_runs = client.search_runs(
+        [experiment.experiment_id], "tags.`distrl.stage` = 'train'", max_results=500
+    )
+    for run in train_runs:
         value = run.data.metrics.get("train/staleness")
-        round_ = run.data.params.get("round") or run.data.tags.get("round")
-        if value is not None and round_ is not None:
-            out[int(round_)] = value
+        if value is not None:
+            out[int(run.data.tags["distrl.round"])] = value
     return out
 
 
