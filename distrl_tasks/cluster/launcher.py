@@ -213,7 +213,7 @@ def down(paths: Paths) -> list[tuple[str, bool]]:
     for run in reversed(recorded):
         # Postgres: SIGINT is its "fast" shutdown (SIGTERM waits for clients to leave)
         sig = 2 if run.name == "postgres" else 15
-        stopped.append((run.name, stop(run, sig=sig, grace_s=60 if "worker" in run.name else 30)))
+        stopped.append((run.name, stop(run, sig=sig, grace_s=30)))
     if info:
         save_state(state_path(paths), info, [])
     return stopped

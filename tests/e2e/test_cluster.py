@@ -86,10 +86,22 @@ def cluster() -> Iterator[Cluster]:
         _register_initial_policy(workdir, deployment.mlflow)
         yield deployment
     finally:
+        recorded = _recorded_services(workdir)
         down = distrl("cluster", "down", cwd=workdir)
-        assert down.returncode == 0, down.stderr
         _stop_farm_left_by(workdir)
+        left = [r.name for r in recorded if r.alive()]
         shutil.rmtree(workdir, ignore_errors=True)
+        assert down.returncode == 0, down.stderr
+        assert recorded and not left, f"still running after cluster down: {left}"
+
+
+def _recorded_services(workdir: Path) -> list[Any]:
+    """What ``up`` recorded (pid and start time each), to check ``down`` stopped all of it."""
+    from distrl_tasks.cluster.processes import load_state
+
+    with contextlib.suppress(ValueError):
+        return load_state(workdir / "runs" / "cluster" / "state.json")[1]
+    return []
 
 
 def _stop_farm_left_by(workdir: Path) -> None:
