@@ -144,3 +144,16 @@ def _live_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             out.append(int(proc.name))
     return out
+
+
+def test_cli_status_and_down_without_a_cluster(tmp_path: Path, capsys) -> None:
+    from distrl_tasks.cli.main import main
+
+    assert main(["cluster", "status", "--workdir", str(tmp_path)]) == 3
+    assert "no cluster is running" in capsys.readouterr().out
+    assert main(["cluster", "down", "--workdir", str(tmp_path)]) == 0
+    assert "nothing was running" in capsys.readouterr().out
+    assert main(["cluster", "up", "--workdir", str(tmp_path), "--dags", str(tmp_path / "x")]) == 1
+    assert "--dags" in capsys.readouterr().err
+    assert main(["airflow", "--workdir", str(tmp_path), "--pool-slots", "0"]) == 1
+    assert "--pool-slots: must be >= 1" in capsys.readouterr().err
