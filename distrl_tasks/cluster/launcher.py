@@ -9,7 +9,6 @@ Secrets are generated once into ``<root>/secrets/secrets.json`` (0600) and never
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -250,8 +249,3 @@ def format_status(state: dict[str, object]) -> str:
         f"project:        {state['workdir']}",
     ]
     return "\n".join(lines)
-
-
-def load_info(paths: Paths) -> dict[str, object]:
-    """The recorded ports and URLs (for tests and scripts), as JSON-compatible data."""
-    return json.loads(json.dumps(status(paths)))
