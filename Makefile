@@ -6,18 +6,18 @@ BIN     := $(VENV)/bin
 TORCH   := torch==2.13.0
 PYTEST_ARGS ?= --durations=20  # the slowest tests, printed after every run
 
-.PHONY: install install-dev system-deps demo test lint format bench clean
+.PHONY: install install-dev system-deps demo airflow cluster cluster-down cluster-status test lint format bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,pipeline]"
+	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,pipeline,cluster]"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,pipeline,dev]"
+	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,pipeline,cluster,dev]"
 	touch $@
 
 ## install: the package and its runtime dependencies into .venv (CPU torch pinned)
@@ -26,10 +26,12 @@ install: $(VENV)/.installed
 ## install-dev: install + test and lint tools + the system tools the tests drive (Debian's adb)
 install-dev: $(VENV)/.installed-dev system-deps
 
-## system-deps: Debian packages the tests drive (the real `adb` client, headless Chromium, git)
+## system-deps: Debian packages the tests drive (the real `adb` client, headless Chromium, git,
+## Postgres and Redis for `distrl cluster`)
 system-deps:
 	@missing=""; \
-	for cmd in adb chromium git; do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
+	for cmd in adb chromium git redis-server; do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing (needs root or sudo)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -40,6 +42,20 @@ system-deps:
 ## demo: the main job on the embedded default (simulator farm, scripted expert)
 demo: install
 	$(BIN)/distrl demo
+
+## airflow: the Airflow UI on this machine (127.0.0.1:8080, user admin, password file printed)
+airflow: install
+	$(BIN)/distrl airflow
+
+## cluster: Postgres, Redis, MLflow server, Airflow and two Celery workers on loopback
+cluster: install system-deps
+	$(BIN)/distrl cluster up
+
+cluster-status: install
+	$(BIN)/distrl cluster status
+
+cluster-down: install
+	$(BIN)/distrl cluster down
 
 ## test: the whole test suite (what CI runs)
 test: install-dev

@@ -19,6 +19,7 @@ from distrl_tasks.config import Config, ConfigError, load_config, parse_override
 from distrl_tasks.orchestration import modes
 
 WORKDIR_ENV = "DISTRL_WORKDIR"
+ENV_OVERRIDE_PREFIX = "DISTRL_SET_"  # DISTRL_SET_<NAME>=section.key=value (docker/compose.yaml)
 
 ALGORITHMS = ("distrl", "digirl", "filtered_bc")
 TASK_SETS = ("general", "webshop")
@@ -166,13 +167,40 @@ def config_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The deployment's config overrides from ``DISTRL_SET_*`` variables, in name order.
+
+    A deployment (``distrl cluster``, docker/compose.yaml) states only the keys it changes, e.g.
+    ``DISTRL_SET_TRACKING_URI=tracking.tracking_uri=http://127.0.0.1:5000``; empty ones are
+    skipped. They apply on top of ``params.yaml`` and below a run's Params.
+
+    Raises:
+        ConfigError: a value that is not ``section.key=value`` (the message names the variable).
+    """
+    environ = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for name in sorted(environ):
+        raw = environ[name]
+        if not name.startswith(ENV_OVERRIDE_PREFIX) or not raw.strip():
+            continue
+        try:
+            key, value = parse_override(raw)
+        except (ConfigError, ValueError) as exc:
+            raise ConfigError(f"environment variable {name}: {exc}") from exc
+        if "." not in key:
+            raise ConfigError(f"environment variable {name}: {key!r} is not a dotted section.key")
+        out[key] = value
+    return out
+
+
 def workdir(default: str | os.PathLike) -> Path:
     """The project root the stages run in: ``$DISTRL_WORKDIR`` if set, else ``default``."""
     return Path(os.environ.get(WORKDIR_ENV) or default).resolve()
 
 
 def load_run_config(params: Mapping[str, Any], root: str | os.PathLike) -> Config:
-    """Load ``<root>/params.yaml`` (built-in defaults when absent) with the Params applied.
+    """Load ``<root>/params.yaml`` (built-in defaults when absent) with the deployment's
+    ``DISTRL_SET_*`` overrides (:func:`env_overrides`) and then the Params applied.
 
     For the simulator the farm must hold every worker's devices, so unless ``sim.devices`` is
     overridden explicitly it is set to ``workers * devices_per_worker`` of the resolved config.
@@ -181,7 +209,7 @@ def load_run_config(params: Mapping[str, Any], root: str | os.PathLike) -> Confi
         ValueError: bad Params (see :func:`config_overrides`).
         ConfigError: the YAML or an override is invalid.
     """
-    overrides = config_overrides(params)
+    overrides = {**env_overrides(), **config_overrides(params)}
     path = Path(root) / "params.yaml"
     cfg = load_config(path if path.is_file() else None, overrides)
     orch = cfg.orchestration

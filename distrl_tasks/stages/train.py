@@ -156,6 +156,9 @@ def run(
     )
     if latest is not None:
         learner.load_checkpoint(latest)
+    if hasattr(algorithm, "policy_version"):
+        # DistRL reports train/staleness (this version minus the data's behaviour versions)
+        algorithm.policy_version = learner.policy_version
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
     # a fresh critic is pre-fitted until its loss plateaus (algorithm.critic_prefit); then the
     # critic warm-up, then the actor (bumps learner.policy_version)

@@ -158,6 +158,8 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     tr = train.run(cfg, round=1, data_version=ver["data_version"], workdir=project)
     assert tr["policy_version"] == 1 and tr["steps"] == 3  # 1 critic warm-up + 2 actor steps
     assert "losses/policy" in tr["metrics"] and "losses/value" in tr["metrics"]
+    # data from behaviour version 0, learner at version 0 while it trained: staleness 0
+    assert tr["metrics"]["train/staleness"] == 0.0
     meta = json.loads((common.resolve(project, tr["checkpoint_dir"]) / "config.json").read_text())
     assert meta  # a loadable checkpoint directory
     again = train.run(cfg, round=1, data_version=ver["data_version"], workdir=project)

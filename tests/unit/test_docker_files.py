@@ -524,3 +524,81 @@ def test_every_services_overrides_render_against_params_yaml(tmp_path: Path) -> 
             assert cfg.env.device_kind == "emulator" and cfg.evaluator.kind == "gemini"
         rendered += 1
     assert rendered >= 7  # init, four components and three workers
+
+
+# ----- compose.yaml agrees with `distrl cluster` (distrl_tasks/cluster/services.py) ----------
+def _cluster() -> tuple[dict[str, Any], dict[str, str]]:
+    """The cluster's services by name and its Airflow environment, for placeholder settings."""
+    from distrl_tasks.cluster.secrets import SECRET_NAMES
+    from distrl_tasks.cluster.services import Paths, Ports, airflow_env, cluster_services
+
+    paths = Paths(root=Path("/c"), workdir=Path("/w"), dags=Path("/d"))
+    ports = Ports(postgres=1, redis=2, mlflow=3, api=4)
+    secrets = dict.fromkeys(SECRET_NAMES, "s")
+    services = {s.name: s for s in cluster_services(paths, ports, secrets)}
+    return services, airflow_env(paths, ports, secrets)
+
+
+def _compose_queues(svc: dict[str, Any]) -> list[str]:
+    argv = command_argv(svc.get("command"))
+    return argv[argv.index("--queues") + 1].split(",")
+
+
+def test_compose_has_every_cluster_service_with_its_queues() -> None:
+    from distrl_tasks.cluster.services import COMPOSE_NAMES, WORKERS
+
+    compose = load_compose()["services"]
+    services, _ = _cluster()
+    assert set(COMPOSE_NAMES) == set(services), "COMPOSE_NAMES covers the cluster"
+    for name, counterparts in COMPOSE_NAMES.items():
+        for other in counterparts:
+            assert other in compose, f"cluster service {name}: compose has no {other}"
+    for name, (queues, _concurrency) in WORKERS.items():
+        served = [q for other in COMPOSE_NAMES[name] for q in _compose_queues(compose[other])]
+        assert sorted(served) == sorted(queues), f"{name}: compose serves {served}"
+        argv = services[name].argv
+        assert argv[argv.index("--queues") + 1] == ",".join(queues)
+    devices = command_argv(compose["airflow-worker-devices"]["command"])
+    concurrency = devices[devices.index("--concurrency") + 1]
+    assert resolve_defaults(concurrency) == str(WORKERS["worker-devices"][1])
+
+
+def test_compose_and_cluster_share_flags_and_settings() -> None:
+    from distrl_tasks.cluster.services import MLFLOW_FLAGS, PARAMS_OVERRIDES, REDIS_FLAGS
+
+    compose = load_compose()
+    services, env = _cluster()
+    mlflow = [a.split("=", 1)[0] for a in command_argv(compose["services"]["mlflow"]["command"])]
+    assert set(MLFLOW_FLAGS) <= set(mlflow) and set(MLFLOW_FLAGS) <= set(services["mlflow"].argv)
+    redis = " ".join(command_argv(compose["services"]["redis"]["command"]))
+    conf = services["redis"].argv[-1]
+    assert conf.endswith("redis.conf")
+    for flag, value in zip(REDIS_FLAGS[::2], REDIS_FLAGS[1::2], strict=True):
+        assert f"{flag} {value}" in redis, f"compose redis lacks {flag} {value}"
+    shared = compose["x-airflow-env"]
+    for var, key in PARAMS_OVERRIDES.items():
+        assert shared[var].startswith(f"{key}="), f"compose {var}: {shared[var]}"
+        assert env[var].startswith(f"{key}="), f"cluster {var}: {env[var]}"
+    env_file = dict(
+        line.split("=", 1)
+        for line in (DOCKER / "airflow.env").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    for key in ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__OPERATORS__DEFAULT_QUEUE"):
+        assert env_file[key] == env[key], key
+    for suffix in ("SQL_ALCHEMY_CONN", "RESULT_BACKEND", "BROKER_URL"):
+        compose_url = next(v for k, v in shared.items() if k.endswith(suffix))
+        cluster_url = next(v for k, v in env.items() if k.endswith(suffix))
+        assert compose_url.split("://")[0] == cluster_url.split("://")[0], suffix
+
+
+def test_redis_conf_binds_loopback_and_holds_the_password_and_flags() -> None:
+    from distrl_tasks.cluster.services import REDIS_FLAGS, Paths, Ports, redis_conf
+
+    paths = Paths(root=Path("/c"), workdir=Path("/w"), dags=Path("/d"))
+    text = redis_conf(paths, Ports(postgres=1, redis=6399, mlflow=3, api=4), {"redis": "pw1"})
+    lines = dict(line.split(" ", 1) for line in text.splitlines())
+    assert lines["bind"] == "127.0.0.1" and lines["port"] == "6399"
+    assert lines["requirepass"] == "pw1" and lines["dir"] == "/c/redis"
+    for flag, value in zip(REDIS_FLAGS[::2], REDIS_FLAGS[1::2], strict=True):
+        assert lines[flag.lstrip("-")] == value
