@@ -10,6 +10,7 @@ import argparse
 import json
 import shlex
 import sys
+
 from distrl_tasks.cli.common import add_config_flags, config_path
 from distrl_tasks.config import Config, load_config
 
