@@ -211,11 +211,13 @@ class AgentConfig:
     pretrain_episodes_per_device: int = 120  # General expert demonstrations per device
     pretrain_webshop_episodes_per_device: int = 40  # WebShop expert demonstrations per device
     pretrain_mistake_rate: float = 0.2  # expert mistake-and-recovery rate of the corpus
-    pretrain_steps: int = 1500  # behaviour-cloning optimizer steps
+    pretrain_steps: int = 480  # behaviour-cloning optimizer steps
     pretrain_batch_size: int = 16  # demonstration steps per optimizer step
     pretrain_lr: float = 1e-3  # peak learning rate
     pretrain_time_budget_s: float = 1080.0  # stop training after this long (0 = no limit)
-    pretrain_threads: int = 0  # torch threads while training (0 = the CPUs this process may use)
+    pretrain_threads: int = (
+        1  # torch threads while training (0 = all CPUs; 1 is faster on a busy box)
+    )
     remote_base_url: str = ""  # OpenAI-compatible VLM endpoint (…/v1) for evaluation-only runs
     remote_model: str = ""  # served model name at remote_base_url
     remote_api_key_env: str = "VLM_API_KEY"  # env var holding the endpoint's key ("" = no auth)

@@ -18,7 +18,7 @@ from distrl_tasks.agents.base import (
     card_model_config,
     load_base,
 )
-from distrl_tasks.config import Config
+from distrl_tasks.config import Config, ConfigError, load_config
 from distrl_tasks.stages import bootstrap
 
 
@@ -84,3 +84,17 @@ def test_bootstrap_with_a_missing_base_stops_before_writing(tmp_path: Path) -> N
     with pytest.raises(BaseCheckpointError, match="gone"):
         bootstrap.run(cfg, workdir=tmp_path)
     assert not (tmp_path / "runs" / "bootstrap").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("agent.pretrain_goals", "0"),
+        ("agent.pretrain_mistake_rate", "1.0"),
+        ("agent.pretrain_steps", "0"),
+        ("agent.pretrain_time_budget_s", "-1"),
+    ],
+)
+def test_bad_pretrain_settings_name_the_key(key: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_config(None, [f"{key}={value}"])
