@@ -45,6 +45,19 @@ class EpisodeResult:
     invalid_steps: int = 0
     query: str = ""  # the query the goal names ("" for goals without one)
     typed: tuple[str, ...] = ()  # the text of each TYPE step, in order
+    site: str = ""  # the web site the goal names ("ebay.com"), typed to get there
+
+
+def query_steps(result: EpisodeResult) -> list[bool]:
+    """For each TYPE step that searches (not one typing the goal's site to open it, as in
+    "Go to ebay.com, search for ..."), whether it typed exactly the goal's query (up to case,
+    spaces and punctuation). Empty for goals without a query."""
+    if not result.query:
+        return []
+    site = result.site.lower()
+    names = {site, site.split(".")[0]} - {""} if site else set()
+    searches = [t for t in result.typed if t.strip().lower().removeprefix("www.") not in names]
+    return [same_text(t, result.query) for t in searches]
 
 
 class ParseGuard:
@@ -100,14 +113,14 @@ def summarize(results: Sequence[EpisodeResult]) -> dict[str, Any]:
 
     def stats(rs: Sequence[EpisodeResult]) -> dict[str, Any]:
         steps = sum(r.steps for r in rs)
-        typed = [same_text(t, r.query) for r in rs if r.query for t in r.typed]
+        typed = [hit for r in rs for hit in query_steps(r)]
         return {
             "episodes": len(rs),
             "success_rate": sum(r.success for r in rs) / len(rs),
             "mean_steps": steps / len(rs),
             "invalid_rate": sum(r.invalid_steps for r in rs) / steps if steps else 0.0,
-            # TYPE steps on goals that name a query, and the share that typed exactly it (up to
-            # case, spaces and punctuation): the copying skill
+            # searching TYPE steps on goals that name a query (query_steps), and the share that
+            # typed exactly it: the copying skill
             "type_steps": len(typed),
             "typed_query_match": sum(typed) / len(typed) if typed else None,
         }
@@ -225,6 +238,7 @@ def evaluate_on_farm(
                 error=ep.error,
                 invalid_steps=sum(bool(row.get("invalid")) for row in ep.rows),
                 query=str(tasks[i].params.get("query", "")),
+                site=str(tasks[i].params.get("site", "")),
                 typed=tuple(
                     str(row.get("typed_text") or "")
                     for row in ep.rows

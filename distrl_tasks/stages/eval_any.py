@@ -16,10 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config, ConfigError
-from distrl_tasks.runners.evaluation import EpisodeResult, evaluate_on_farm, summarize
+from distrl_tasks.runners.evaluation import (
+    EpisodeResult,
+    evaluate_on_farm,
+    query_steps,
+    summarize,
+)
 from distrl_tasks.runners.policies import ModelPolicy, RandomPolicy, ScriptedPolicy
 from distrl_tasks.tasks.base import GENERAL, GoalParseError
-from distrl_tasks.tasks.expert_skills import same_text
 from distrl_tasks.tasks.parse import parse_goal
 from distrl_tasks.tasks.taskset import load_goals
 
@@ -92,13 +96,13 @@ def _registry_checkpoint(cfg: Config, ref: str, workdir: str | os.PathLike) -> P
 
 def episode_rows(results: Sequence[EpisodeResult]) -> list[dict[str, Any]]:
     """Per-episode records of the JSON contract; ``typed_query_match`` is the share of the
-    episode's TYPE steps that typed the goal's query (0 when it typed nothing), null where the
-    goal names no query."""
+    episode's searching TYPE steps (:func:`query_steps`) that typed the goal's query (0 when it
+    typed nothing), null where the goal names no query."""
     rows = []
     for r in results:
         match = None
         if r.query:
-            hits = [same_text(t, r.query) for t in r.typed]
+            hits = query_steps(r)
             match = sum(hits) / len(hits) if hits else 0.0
         rows.append(
             {

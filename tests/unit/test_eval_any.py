@@ -9,7 +9,7 @@ import pytest
 
 from distrl_tasks.cli import main
 from distrl_tasks.config import Config, ConfigError
-from distrl_tasks.runners.evaluation import EpisodeResult
+from distrl_tasks.runners.evaluation import EpisodeResult, query_steps
 from distrl_tasks.stages import eval_any
 
 
@@ -79,3 +79,12 @@ def test_expert_on_a_goal_file_through_the_cli(
         "invalid_steps",
         "typed_query_match",
     }
+
+
+def test_typing_the_goal_site_is_not_a_query_attempt() -> None:
+    goal = "Go to ebay.com, search for 'jbl flip', and select the first entry"
+    result = EpisodeResult(0, goal, "webshop", "d", True, 6, "success", "", 0, "jbl flip",
+                           ("ebay.com", "JBL flip", "jbl flop"), "ebay.com")  # fmt: skip
+    assert query_steps(result) == [True, False]
+    no_query = EpisodeResult(1, "Go to ebay.com", "webshop", "d", True, 2, "success")
+    assert query_steps(no_query) == []
