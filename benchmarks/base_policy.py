@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--eval-tasks", type=int, default=96)
     ap.add_argument("--workdir", default="", help="project dirs (default: a temp dir)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--dynamics", default="static", help="profile of the evaluations")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     root = Path(args.workdir or tempfile.mkdtemp(prefix="base-bench-"))
@@ -49,7 +50,11 @@ def main() -> None:
     for task_set in args.task_sets.split(","):
         cfg = load_config(
             "params.yaml",
-            [f"env.task_set={task_set}", f"agent.base_checkpoint={args.base}"],
+            [
+                f"env.task_set={task_set}",
+                f"agent.base_checkpoint={args.base}",
+                f"sim.dynamics.profile={args.dynamics}",
+            ],
         )
         base = eval_any.run(
             cfg, policy=base_dir, task_set=task_set, split="test", limit=args.eval_tasks

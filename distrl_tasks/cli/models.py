@@ -42,7 +42,11 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--task-set", choices=("general", "webshop"), help="an AitW task set")
     e.add_argument("--split", choices=("train", "test"), default="test", help="with --task-set")
     e.add_argument("--limit", type=int, help="only the first N goals")
-    e.add_argument("--dynamics", default="static", help="simulator dynamics profile")
+    e.add_argument(
+        "--dynamics",
+        help="dynamics profile of the simulated devices: static, live, hostile "
+        "(default sim.dynamics.profile)",
+    )
     e.add_argument("--devices", type=int, help="simulated devices (default eval_devices)")
     e.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON")
     e.add_argument("--workdir", default=".", help="project working directory (registry)")

@@ -23,11 +23,10 @@ from distrl_tasks.runners.evaluation import (
     summarize,
 )
 from distrl_tasks.runners.policies import ModelPolicy, RandomPolicy, ScriptedPolicy
+from distrl_tasks.sim.dynamics.catalog import parse_profile
 from distrl_tasks.tasks.base import GENERAL, GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
 from distrl_tasks.tasks.taskset import load_goals
-
-DYNAMICS = ("static",)  # the live-world profiles (issue 18) are wired in when they land
 
 
 def read_goal_file(path: str | os.PathLike) -> list[str]:
@@ -124,7 +123,7 @@ def run(
     task_set: str | None = None,
     split: str = "test",
     limit: int | None = None,
-    dynamics: str = "static",
+    dynamics: str | None = None,
     devices: int | None = None,
     workdir: str | os.PathLike = ".",
     seed: int = 0,
@@ -133,14 +132,15 @@ def run(
     """Evaluate ``policy`` (REF) on the goals; returns the contract's JSON object plus a summary.
 
     Raises:
-        ConfigError: an unknown dynamics profile or a non-simulated device kind.
+        ConfigError: an unknown dynamics profile (default ``sim.dynamics.profile``) or a
+            non-simulated device kind.
         ValueError: bad goals, limit or REF.
     """
-    if dynamics not in DYNAMICS:
-        raise ConfigError(
-            f"--dynamics {dynamics!r}: only 'static' is available; the live-world dynamics "
-            "profiles (distrl_tasks/sim/dynamics, issue 18) are not in this build"
-        )
+    dynamics = dynamics or cfg.sim.dynamics.profile
+    try:
+        parse_profile(dynamics)
+    except ValueError as exc:
+        raise ConfigError(f"--dynamics: {exc}") from exc
     if cfg.env.device_kind != "sim":
         raise ConfigError(
             f"env.device_kind {cfg.env.device_kind!r}: distrl eval judges episodes with the "
@@ -166,6 +166,7 @@ def run(
         devices=devices,
         progress=progress,
         capture_ui_xml=isinstance(pol, ScriptedPolicy),
+        dynamics=dynamics,
     )
     summary = summarize(results)
     return {

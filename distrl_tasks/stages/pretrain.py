@@ -110,6 +110,7 @@ def record_demos(cfg: Config, work: Path, progress: bool) -> tuple[list[Demo], d
             episodes_per_device=episodes,
             split="train",
             progress=progress,
+            dynamics=cfg.sim.dynamics.bootstrap_profile,  # demonstrations: the static world
         )
         table = read_shards(work / "demos" / task_set).select(list(DEMO_COLUMNS))
         set_demos = demos_from_rows(table.to_pylist())
@@ -229,11 +230,15 @@ def run(
 
 
 def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) -> dict[str, Any]:
-    """Greedy success and typed-query match on the held-out generated goals of each task set."""
+    """Greedy success and typed-query match on the held-out generated goals of each task set,
+    static dynamics."""
     out: dict[str, Any] = {}
     for task_set in TASK_SETS:
+        static = dataclasses.replace(cfg.sim.dynamics, profile="static")
         set_cfg = dataclasses.replace(
-            cfg, env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals"))
+            cfg,
+            env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals")),
+            sim=dataclasses.replace(cfg.sim, dynamics=static),  # skills of the static world
         )
         res = evaluate.run(
             set_cfg,

@@ -26,9 +26,9 @@ def test_goal_file_errors_name_file_and_line(tmp_path: Path) -> None:
         eval_any.read_goal_file(empty)
 
 
-def test_only_static_dynamics_until_the_profiles_land() -> None:
-    with pytest.raises(ConfigError, match="live-world dynamics"):
-        eval_any.run(Config(), policy="expert", task_set="general", dynamics="live")
+def test_unknown_dynamics_profile_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="--dynamics: unknown dynamics profile"):
+        eval_any.run(Config(), policy="expert", task_set="general", dynamics="stormy")
 
 
 def test_unknown_ref_is_explained(tmp_path: Path) -> None:
