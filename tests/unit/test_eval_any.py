@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from distrl_tasks.cli import main
+from distrl_tasks.cli.main import main
 from distrl_tasks.config import Config, ConfigError
 from distrl_tasks.runners.evaluation import EpisodeResult, query_steps
 from distrl_tasks.stages import eval_any
@@ -62,8 +62,8 @@ def test_expert_on_a_goal_file_through_the_cli(
     goals.write_text("What's the weather like in Lagos?\nOpen the calculator\n")
     out = tmp_path / "res.json"
     code = main(
-        ["eval", "--policy", "expert", "--goals", str(goals), "--devices", "2", "--json",
-         str(out), "--no-progress", "--workdir", str(tmp_path)]
+        ["eval", "--policy", "expert", "--goals", str(goals), "--devices", "2", "--dynamics",
+         "static", "--json", str(out), "--no-progress", "--workdir", str(tmp_path)]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
