@@ -20,6 +20,12 @@ checkpoints do not): a pointer-generator output layer (See et al. 2017). With de
 and :meth:`AutoUIModel.decode` returns ``log p_t`` in place of logits. A from-scratch tiny model
 cannot learn to spell goal words it never saw within a CPU budget, but it learns quickly *where*
 in the goal the typed text is; copying then generalises to unseen goals.
+
+Match bias (config ``copy_match: K``, K > 0): the copy scores also get a learnt term
+``m[k(t, i)]`` for the length ``k`` of the run of decoder inputs that matches the prompt just
+before position ``i`` (:mod:`distrl_tasks.agents.copy_match`), and the gate a learnt term for the
+longest such run, so a started copy keeps its place in the goal. With it the decoder's cache is a
+:class:`~distrl_tasks.agents.copy_match.MatchCache`, opaque to callers.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from typing import Any
 import torch
 from torch import nn
 from transformers import T5Config, T5ForConditionalGeneration
+
+from distrl_tasks.agents.copy_match import MatchCache, match_lengths
 
 DEFAULT_IMAGE_DIM = 1408  # BLIP-2 ViT-g pooled feature size, as the papers' policy uses
 
@@ -41,13 +49,19 @@ def lm_head_is_tied(config: T5Config) -> bool:
 
 
 def tiny_t5_config(
-    vocab_size: int = 384, *, d_model: int = 256, layers: int = 3, copy: bool = True
+    vocab_size: int = 384,
+    *,
+    d_model: int = 256,
+    layers: int = 3,
+    copy: bool = True,
+    copy_match: int = 8,
 ) -> T5Config:
     """The embedded default: a few million parameters, trainable from scratch on a CPU.
 
     Dropout is off so that, for the same weights, the learner's recomputed log-probs equal the
     actor's behaviour log-probs exactly (importance ratios of 1 on-policy). ``copy`` turns on the
-    copy head (module docstring).
+    copy head, ``copy_match`` its match bias over runs of up to that many tokens (module
+    docstring; 0 = off).
     """
     return T5Config(
         vocab_size=vocab_size,
@@ -66,6 +80,7 @@ def tiny_t5_config(
         eos_token_id=1,
         decoder_start_token_id=0,
         copy_attention=copy,
+        copy_match=copy_match if copy else 0,
     )
 
 
@@ -103,6 +118,12 @@ class AutoUIModel(nn.Module):
         if self.copy:
             self.copy_query = nn.Linear(d_model, d_model, bias=False)
             self.copy_gate = nn.Linear(2 * d_model, 1)
+        self.copy_match = int(getattr(config, "copy_match", 0) or 0) if self.copy else 0
+        if self.copy_match:
+            # start as a prior "continue the run" (one unit of score per matched token)
+            lengths = torch.arange(self.copy_match + 1, dtype=torch.float32)
+            self.copy_match_bias = nn.Parameter(lengths.clone())
+            self.copy_gate_match = nn.Parameter(torch.zeros(self.copy_match + 1))
 
     @property
     def vocab_size(self) -> int:
@@ -158,20 +179,37 @@ class AutoUIModel(nn.Module):
         """
         if self.copy and source_ids is None:
             raise ValueError("this model has a copy head: decode() needs source_ids")
+        kv, history = past_key_values, decoder_input_ids
+        if self.copy_match:
+            if past_key_values is not None and not isinstance(past_key_values, MatchCache):
+                raise TypeError("a copy_match model's cache is the MatchCache decode() returned")
+            if isinstance(past_key_values, MatchCache):
+                kv = past_key_values.kv
+                history = torch.cat([past_key_values.history, decoder_input_ids], dim=1)
         out = self.decoder(
             input_ids=decoder_input_ids,
             encoder_hidden_states=encoder_states,
             encoder_attention_mask=attention_mask,
-            past_key_values=past_key_values,
+            past_key_values=kv,
             use_cache=use_cache,
         )
         hidden = out.last_hidden_state
         cache = out.past_key_values if use_cache else None
+        if self.copy_match and use_cache:
+            cache = MatchCache(cache, history)
         scaled = hidden * (self.config.d_model**-0.5) if self.tied else hidden
         logits = self.lm_head(scaled)
         if not self.copy:
             return logits, cache
-        return self._copy_mix(hidden, logits, encoder_states, attention_mask, source_ids), cache
+        match = None
+        if self.copy_match:
+            new = decoder_input_ids.shape[1]
+            window = history[:, -(new + self.copy_match - 1) :]  # rows look back K-1 inputs
+            ignore = (self.decoder_start_id, int(self.config.pad_token_id or 0))
+            match = match_lengths(window, source_ids, attention_mask, self.copy_match, ignore)
+            match = match[:, -new:]
+        mixed = self._copy_mix(hidden, logits, encoder_states, attention_mask, source_ids, match)
+        return mixed, cache
 
     def _copy_mix(
         self,
@@ -180,8 +218,11 @@ class AutoUIModel(nn.Module):
         states: torch.Tensor,
         mask: torch.Tensor,
         source_ids: torch.Tensor,
+        match: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``log p_t`` ``[B, T, V]`` of the pointer-generator mixture (module docstring).
+
+        ``match`` (``[B, T, L]`` match lengths, copy_match models only) adds the match bias.
 
         Computed in float32 with autocast off: a probability mixture and its log need the range.
         """
@@ -189,11 +230,17 @@ class AutoUIModel(nn.Module):
             hidden, states = hidden.float(), states.float()
             scores = hidden @ self.copy_query.weight.float().T
             scores = scores @ states.transpose(1, 2) / states.shape[-1] ** 0.5  # [B, T, L]
+            if match is not None:
+                scores = scores + self.copy_match_bias.float()[match]
             scores = scores.masked_fill(~mask.bool().unsqueeze(1), float("-inf"))
             attention = torch.softmax(scores, dim=-1)
             context = attention @ states  # [B, T, d]
             w, b = self.copy_gate.weight.float(), self.copy_gate.bias.float()
-            gate = torch.sigmoid(torch.cat([hidden, context], dim=-1) @ w.T + b)  # [B, T, 1]
+            gate_logit = torch.cat([hidden, context], dim=-1) @ w.T + b  # [B, T, 1]
+            if match is not None:
+                longest = match.masked_fill(~mask.bool().unsqueeze(1), 0).amax(-1, keepdim=True)
+                gate_logit = gate_logit + self.copy_gate_match.float()[longest]
+            gate = torch.sigmoid(gate_logit)
             index = source_ids.unsqueeze(1).expand(-1, hidden.shape[1], -1)
             copied = torch.zeros_like(logits, dtype=torch.float32).scatter_add(-1, index, attention)
             mixed = (1.0 - gate) * torch.softmax(logits.float(), dim=-1) + gate * copied

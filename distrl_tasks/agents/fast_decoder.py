@@ -149,6 +149,16 @@ class DecoderRun:
             self.copy_b = model.copy_gate.bias
             self.copy_keys = self.states.transpose(1, 2) / self.states.shape[-1] ** 0.5
             self.copy_mask = ~self.mask[:, None, :]  # [B, 1, L]
+        self.match_k = model.copy_match
+        if self.match_k:
+            # decoder inputs fed so far, by position (the copy head's match bias reads them)
+            self.history = torch.zeros((batch, self.cache_len), dtype=torch.long, device=device)
+            src = torch.where(self.mask, source_ids, torch.full_like(source_ids, -1))
+            # prev[b, j, i] = x[b, i - 1 - j] (-1 where out of the prompt: matches nothing)
+            self.copy_prev = torch.stack(
+                [F.pad(src, (j + 1, 0), value=-1)[:, :length] for j in range(self.match_k)], 1
+            )
+            self.match_ignore = (model.decoder_start_id, int(cfg.pad_token_id or 0))
 
     def step(
         self, tokens: torch.Tensor, positions: torch.Tensor, lengths: torch.Tensor
@@ -169,6 +179,8 @@ class DecoderRun:
         span = int(ppos.max()) + 1 if len(ppos) else 1  # later keys are masked anyway
         bias = self.bias[:, read_pos, :span].permute(1, 0, 2, 3)  # [B, H, K, span]
         x = self.embed[tokens[pb, pk]]
+        if self.match_k:
+            self.history[pb, ppos] = tokens[pb, pk]
         inner = self.n_heads * self.d_kv
         heads = (batch, width, self.n_heads, self.d_kv)
         padded = torch.zeros(heads, device=x.device)
@@ -201,23 +213,47 @@ class DecoderRun:
         scaled = hidden * (model.config.d_model**-0.5) if model.tied else hidden
         logits = F.linear(scaled, model.lm_head.weight)
         if model.copy:
-            logits = self._copy_mix(hidden, logits, pb, pk)
+            logits = self._copy_mix(hidden, logits, pb, pk, ppos)
         out = torch.zeros((batch, width, logits.shape[-1]), device=x.device)
         return out.index_put_((pb, pk), logits)
 
+    def _match(self, pb: torch.Tensor, ppos: torch.Tensor) -> torch.Tensor:
+        """Match lengths ``[N, L]`` of the packed entries (:mod:`.copy_match`), from the fed
+        decoder inputs: the run of ``d[p - j] == x[i - 1 - j]`` for ``j = 0, 1, ...``."""
+        back = ppos[:, None] - torch.arange(self.match_k, device=ppos.device)[None, :]  # [N, K]
+        toks = self.history[pb[:, None], back.clamp(min=0)]
+        real = back >= 0
+        for i in self.match_ignore:
+            real &= toks != i
+        eq = (toks[:, :, None] == self.copy_prev[pb]) & real[:, :, None]  # [N, K, L]
+        return torch.cumprod(eq.long(), dim=1).sum(1)
+
     def _copy_mix(
-        self, hidden: torch.Tensor, logits: torch.Tensor, pb: torch.Tensor, pk: torch.Tensor
+        self,
+        hidden: torch.Tensor,
+        logits: torch.Tensor,
+        pb: torch.Tensor,
+        pk: torch.Tensor,
+        ppos: torch.Tensor,
     ) -> torch.Tensor:
         """``log p`` ``[N, V]`` of the pointer-generator mixture (see :mod:`.autoui`) for the
-        packed entries at ``(pb, pk)`` of a ``[B, K]`` call."""
+        packed entries at ``(pb, pk)`` of a ``[B, K]`` call, at decoder positions ``ppos``."""
         batch, width = self.batch, int(pk.max()) + 1
         query = hidden @ self.copy_query.T
         padded = torch.zeros((batch, width, query.shape[-1]), device=query.device)
         scores = (padded.index_put((pb, pk), query) @ self.copy_keys)[pb, pk]  # [N, L]
+        match = None
+        if self.match_k:
+            match = self._match(pb, ppos)
+            scores = scores + self.model.copy_match_bias.float()[match]
         attention = torch.softmax(scores.masked_fill(self.copy_mask[pb, 0], float("-inf")), -1)
         padded = torch.zeros((batch, width, attention.shape[-1]), device=query.device)
         context = (padded.index_put((pb, pk), attention) @ self.states)[pb, pk]  # [N, d]
-        gate = torch.sigmoid(torch.cat([hidden, context], dim=-1) @ self.copy_w.T + self.copy_b)
+        gate_logit = torch.cat([hidden, context], dim=-1) @ self.copy_w.T + self.copy_b
+        if match is not None:
+            longest = match.masked_fill(self.copy_mask[pb, 0], 0).amax(-1, keepdim=True)
+            gate_logit = gate_logit + self.model.copy_gate_match.float()[longest]
+        gate = torch.sigmoid(gate_logit)
         copied = torch.zeros_like(logits).scatter_add_(-1, self.source_ids[pb], attention)
         mixed = (1.0 - gate) * torch.softmax(logits, dim=-1) + gate * copied
         return torch.log(mixed.clamp_min(1e-30))

@@ -204,6 +204,20 @@ class AgentConfig:
     sft_steps: int = 300  # supervised optimizer steps of the bootstrap
     sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
     sft_lr: float = 1e-3  # peak SFT learning rate (from scratch: far above algorithm.lm_lr)
+    base_checkpoint: str = "shipped"  # bootstrap starts here: shipped base, a dir, "" = fresh
+    pretrain_goals: int = 3000  # generated General goals of the pretrain corpus
+    pretrain_webshop_goals: int = 500  # generated WebShop goals of the pretrain corpus
+    pretrain_heldout_goals: int = 48  # other generated goals per task set, to measure the base
+    pretrain_episodes_per_device: int = 120  # General expert demonstrations per device
+    pretrain_webshop_episodes_per_device: int = 40  # WebShop expert demonstrations per device
+    pretrain_mistake_rate: float = 0.2  # expert mistake-and-recovery rate of the corpus
+    pretrain_steps: int = 480  # behaviour-cloning optimizer steps
+    pretrain_batch_size: int = 16  # demonstration steps per optimizer step
+    pretrain_lr: float = 1e-3  # peak learning rate
+    pretrain_time_budget_s: float = 1080.0  # stop training after this long (0 = no limit)
+    pretrain_threads: int = (
+        1  # torch threads while training (0 = all CPUs; 1 is faster on a busy box)
+    )
     remote_base_url: str = ""  # OpenAI-compatible VLM endpoint (…/v1) for evaluation-only runs
     remote_model: str = ""  # served model name at remote_base_url
     remote_api_key_env: str = "VLM_API_KEY"  # env var holding the endpoint's key ("" = no auth)
@@ -233,6 +247,23 @@ class AgentConfig:
         _check(self.sft_steps >= 1, f"{key}.sft_steps", "must be >= 1")
         _check(self.sft_batch_size >= 1, f"{key}.sft_batch_size", "must be >= 1")
         _check(self.sft_lr > 0, f"{key}.sft_lr", "must be > 0")
+        for name in ("goals", "webshop_goals", "heldout_goals", "episodes_per_device"):
+            _check(getattr(self, f"pretrain_{name}") >= 1, f"{key}.pretrain_{name}", "must be >= 1")
+        _check(
+            self.pretrain_webshop_episodes_per_device >= 1,
+            f"{key}.pretrain_webshop_episodes_per_device",
+            "must be >= 1",
+        )
+        _check(
+            0.0 <= self.pretrain_mistake_rate < 1.0,
+            f"{key}.pretrain_mistake_rate",
+            "must be in [0, 1)",
+        )
+        _check(self.pretrain_steps >= 1, f"{key}.pretrain_steps", "must be >= 1")
+        _check(self.pretrain_batch_size >= 1, f"{key}.pretrain_batch_size", "must be >= 1")
+        _check(self.pretrain_lr > 0, f"{key}.pretrain_lr", "must be > 0")
+        _check(self.pretrain_time_budget_s >= 0, f"{key}.pretrain_time_budget_s", "must be >= 0")
+        _check(self.pretrain_threads >= 0, f"{key}.pretrain_threads", "must be >= 0")
         if self.critic_text_encoder == "roberta":
             _check(
                 bool(self.critic_text_encoder_path),

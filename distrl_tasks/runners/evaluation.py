@@ -24,6 +24,7 @@ from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.runners.collector import collect_async
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy
+from distrl_tasks.tasks.expert_skills import same_text
 from distrl_tasks.tasks.parse import parse_goal
 
 
@@ -42,6 +43,21 @@ class EpisodeResult:
     # actions the parser rejected (malformed or cut-off output): a policy whose success hides
     # many of them is not producing AutoUI actions
     invalid_steps: int = 0
+    query: str = ""  # the query the goal names ("" for goals without one)
+    typed: tuple[str, ...] = ()  # the text of each TYPE step, in order
+    site: str = ""  # the web site the goal names ("ebay.com"), typed to get there
+
+
+def query_steps(result: EpisodeResult) -> list[bool]:
+    """For each TYPE step that searches (not one typing the goal's site to open it, as in
+    "Go to ebay.com, search for ..."), whether it typed exactly the goal's query (up to case,
+    spaces and punctuation). Empty for goals without a query."""
+    if not result.query:
+        return []
+    site = result.site.lower()
+    names = {site, site.split(".")[0]} - {""} if site else set()
+    searches = [t for t in result.typed if t.strip().lower().removeprefix("www.") not in names]
+    return [same_text(t, result.query) for t in searches]
 
 
 class ParseGuard:
@@ -97,11 +113,16 @@ def summarize(results: Sequence[EpisodeResult]) -> dict[str, Any]:
 
     def stats(rs: Sequence[EpisodeResult]) -> dict[str, Any]:
         steps = sum(r.steps for r in rs)
+        typed = [hit for r in rs for hit in query_steps(r)]
         return {
             "episodes": len(rs),
             "success_rate": sum(r.success for r in rs) / len(rs),
             "mean_steps": steps / len(rs),
             "invalid_rate": sum(r.invalid_steps for r in rs) / steps if steps else 0.0,
+            # searching TYPE steps on goals that name a query (query_steps), and the share that
+            # typed exactly it: the copying skill
+            "type_steps": len(typed),
+            "typed_query_match": sum(typed) / len(typed) if typed else None,
         }
 
     return {
@@ -123,6 +144,7 @@ def evaluate_on_farm(
     max_batch: int | None = None,
     progress: bool = False,
     dynamics: str | None = None,
+    capture_ui_xml: bool = False,
 ) -> list[EpisodeResult]:
     """Run every goal once with ``policy`` and judge it with the simulator's oracle.
 
@@ -140,6 +162,7 @@ def evaluate_on_farm(
         dynamics: live-world profile of the farm started here (``static``, ``live``,
             ``hostile``; default ``sim.dynamics.profile``). Ignored with ``adb_address`` (switch a
             running farm's devices with ``simctl dynamics set P``).
+        capture_ui_xml: give the policy the UI tree too (the scripted expert reads it).
 
     Returns:
         One result per goal, in goal order.
@@ -148,7 +171,8 @@ def evaluate_on_farm(
         raise ValueError(
             f"env.device_kind {cfg.env.device_kind!r}: oracle evaluation needs simulated devices"
         )
-    families = [parse_goal(g).family for g in goals]  # fail on a bad goal before any device work
+    tasks = [parse_goal(g) for g in goals]  # fail on a bad goal before any device work
+    families = [t.family for t in tasks]
     n_devices = devices or cfg.orchestration.eval_devices
     with ExitStack() as stack:
         if adb_address is not None:
@@ -175,7 +199,7 @@ def evaluate_on_farm(
                 encoder,
                 cfg.env,
                 task_set=task_set,
-                capture_ui_xml=False,
+                capture_ui_xml=capture_ui_xml,
             )
             for s in serials
         ]
@@ -213,6 +237,13 @@ def evaluate_on_farm(
                 reason=ep.reason,
                 error=ep.error,
                 invalid_steps=sum(bool(row.get("invalid")) for row in ep.rows),
+                query=str(tasks[i].params.get("query", "")),
+                site=str(tasks[i].params.get("site", "")),
+                typed=tuple(
+                    str(row.get("typed_text") or "")
+                    for row in ep.rows
+                    if row.get("action_type") == "TYPE"
+                ),
             )
     return out
 

@@ -36,6 +36,7 @@ import torch
 from tqdm import tqdm
 
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
+from distrl_tasks.agents.base import REBUILD, BaseCheckpointError, load_base
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy import AutoUIPolicy, build_policy
 from distrl_tasks.agents.tokenizer import SentencePieceTokenizer
@@ -59,8 +60,28 @@ BOOTSTRAP_DIR = Path("runs") / "bootstrap"
 def initial_policy(
     cfg: Config, demos: Sequence[Demo], tokenizer: str, work: Path, seed: int
 ) -> AutoUIPolicy:
-    """The untrained policy: the configured one (``byte``), or the same tiny T5 with a
-    SentencePiece vocabulary fitted to the demonstrations and the train goals."""
+    """The policy SFT starts from: a local AutoUI-Base style checkpoint (``agent.checkpoint_dir``),
+    else the base ``agent.base_checkpoint`` names (the shipped one by default, built by
+    ``distrl pretrain``), else a fresh model: the configured one (``byte``), or the same tiny T5
+    with a SentencePiece vocabulary fitted to the demonstrations and the train goals."""
+    if cfg.agent.checkpoint_dir or cfg.agent.model != "tiny":
+        return build_policy(cfg.agent, seed=seed)
+    base = load_base(cfg.agent.base_checkpoint)
+    if base is not None:
+        model, tok, _card = base
+        if model.image_dim != image_feature_dim(cfg.agent):
+            raise BaseCheckpointError(
+                f"base checkpoint {cfg.agent.base_checkpoint!r} expects {model.image_dim}-d image "
+                f"features but agent.image_encoder {cfg.agent.image_encoder!r} produces "
+                f"{image_feature_dim(cfg.agent)}-d; rebuild it with: {REBUILD}"
+            )
+        return AutoUIPolicy(
+            model,
+            tok,
+            temperature=cfg.agent.temperature,
+            max_new_tokens=cfg.agent.max_new_tokens,
+            max_prompt_tokens=cfg.agent.max_prompt_tokens,
+        )
     if tokenizer == "byte":
         return build_policy(cfg.agent, seed=seed)
     if tokenizer != "sentencepiece" or cfg.agent.model != "tiny":
@@ -146,6 +167,8 @@ def run(
     done = _existing(registry, manifest_file)
     if done is not None:
         return done
+    if not (cfg.agent.checkpoint_dir or cfg.agent.model != "tiny"):
+        load_base(cfg.agent.base_checkpoint)  # a bad base fails here, before any demo is recorded
     started = time.perf_counter()
     rate = mistake_rate if mistake_rate is not None else cfg.agent.sft_mistake_rate
     ag = cfg.agent
@@ -226,6 +249,7 @@ def run(
         "demos": len(demos),
         "mistake_rate": rate,
         "tokenizer": policy.tokenizer.kind,
+        "base_checkpoint": "" if cfg.agent.checkpoint_dir else cfg.agent.base_checkpoint,
         "sft_steps": result.steps,
         "sft_examples": result.examples,
         "sft_final_loss": result.losses[-1] if result.losses else None,

@@ -19,6 +19,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 from distrl_tasks.agents.actions import parse_action
+from distrl_tasks.agents.base import SHIPPED_DIR
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms.sft import Demo, SFTSettings, demos_from_rows, train_sft
@@ -188,7 +189,10 @@ def key_demos() -> list[Demo]:
 def test_sft_loss_decreases_and_greedy_actions_match_the_expert_types(tmp_path) -> None:
     demos = key_demos()
     assert [d.action_type for d in demos] == ["PRESS_HOME", "PRESS_ENTER", "STATUS_TASK_COMPLETE"]
-    policy = bootstrap.initial_policy(Config(), demos, "sentencepiece", tmp_path, seed=0)
+    fresh = dataclasses.replace(
+        Config(), agent=dataclasses.replace(Config().agent, base_checkpoint="")
+    )
+    policy = bootstrap.initial_policy(fresh, demos, "sentencepiece", tmp_path, seed=0)
     assert policy.tokenizer.kind == "sentencepiece" and (tmp_path / "tokenizer").is_dir()
     # whole actions fit: 128 subword tokens (the configured budget), 256 bytes
     assert evaluate.decode_budget(policy) == Config().agent.max_new_tokens == 128
@@ -210,6 +214,13 @@ def test_sft_loss_decreases_and_greedy_actions_match_the_expert_types(tmp_path) 
     assert [parse_action(t).action_type.value for t in texts] == [d.action_type for d in demos]
     with pytest.raises(ValueError, match="batch_size"):
         SFTSettings(batch_size=0)
+
+
+def test_bootstrap_starts_from_the_shipped_base_by_default(tmp_path) -> None:
+    policy = bootstrap.initial_policy(Config(), key_demos(), "sentencepiece", tmp_path, seed=0)
+    assert not (tmp_path / "tokenizer").exists()  # the base's own vocabulary, nothing fitted
+    assert policy.model.copy_match > 0
+    assert policy.tokenizer.path.parent == SHIPPED_DIR
 
 
 def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(tmp_path) -> None:

@@ -1,0 +1,80 @@
+"""Match features for the copy head: where in the prompt the text written so far continues.
+
+A pointer-generator's attention (See et al. 2017) must find, at every typed token, the prompt
+position to copy next. A tiny model trained from scratch learns *where the query starts* in a
+goal quickly but loses its place inside it ("olCCmbCmbia" for "Colombia"): keeping track of a
+position is what its relative-position attention does badly. The match length gives it directly,
+as induction heads do in trained transformers: for decoder position ``t`` and prompt position
+``i``, ``k(t, i)`` is how many of the last decoder inputs equal the prompt tokens just before
+``i``::
+
+    k(t, i) = max k <= K  such that  d[t - j] == x[i - 1 - j]  for j = 0 .. k - 1
+
+(``d`` the decoder inputs, ``x`` the prompt ids; the start token and padding never match). A
+learnt score per length is added to the copy attention (``x_i`` continues a copied run of length
+``k``), so once the first piece of a query is written the rest follows the prompt.
+
+:class:`MatchCache` carries the decoder inputs seen so far next to the key/value cache, so
+incremental decoding computes the same features as the teacher-forced pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+
+def match_lengths(
+    decoder_ids: torch.Tensor,
+    source_ids: torch.Tensor,
+    source_mask: torch.Tensor,
+    max_len: int,
+    ignore_ids: tuple[int, ...] = (0,),
+) -> torch.Tensor:
+    """Match lengths ``k(t, i)`` (module docstring), capped at ``max_len``.
+
+    Args:
+        decoder_ids: ``[B, T]`` decoder inputs (a window of them is fine: rows only look back
+            ``max_len - 1`` positions, and the caller drops the rows it does not need).
+        source_ids: ``[B, L]`` prompt ids.
+        source_mask: ``[B, L]`` 1 for real prompt tokens.
+        max_len: K >= 1.
+        ignore_ids: decoder ids that never match (the start/pad id).
+
+    Returns:
+        ``[B, T, L]`` long tensor in ``[0, max_len]``; column 0 is always 0.
+    """
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
+    real_d = torch.ones_like(decoder_ids, dtype=torch.bool)
+    for i in ignore_ids:
+        real_d &= decoder_ids != i
+    # prev[b, i] = x[b, i-1] when that is a real token, else -1 (matches nothing)
+    prev = torch.where(source_mask.bool(), source_ids, torch.full_like(source_ids, -1))
+    prev = F.pad(prev[:, :-1], (1, 0), value=-1)
+    eq = (decoder_ids.unsqueeze(-1) == prev.unsqueeze(1)) & real_d.unsqueeze(-1)  # [B, T, L]
+    run = eq
+    total = eq.long()
+    steps, width = eq.shape[1], eq.shape[2]
+    for j in range(1, max_len):
+        if j >= steps or j >= width:
+            break
+        shifted = F.pad(eq[:, : steps - j, : width - j], (j, 0, j, 0), value=False)
+        run = run & shifted
+        total = total + run.long()
+    return total
+
+
+@dataclass
+class MatchCache:
+    """The decoder's key/value cache plus the decoder inputs it has seen (``[B, t]``)."""
+
+    kv: Any
+    history: torch.Tensor
+
+    def get_seq_length(self) -> int:
+        """Decoder positions cached (the Hugging Face cache method of the same name)."""
+        return int(self.history.shape[1])

@@ -1,0 +1,276 @@
+"""The pretrain stage: our AutoUI-Base, behaviour-cloned on a large generated demonstration corpus.
+
+AutoUI-Base is a T5 cloned on the large AitW corpus; it already copies a goal's query into the
+TYPE field, and RL then improves its decisions. No model hub is reachable here, so :func:`run`
+builds the equivalent for the tiny policy:
+
+1. writes new goals of every family (:func:`~distrl_tasks.tasks.generators.generate_goals`,
+   never a test goal) as goal files, plus a held-out set of other generated goals;
+2. records scripted-expert demonstrations on them on the static simulator, with the expert's
+   mistake-and-recovery rate (the collect stage, ``policy="scripted"``) as Parquet shards;
+3. fits a SentencePiece vocabulary on the corpus and behaviour-clones a fresh tiny policy (copy
+   head with match bias, :mod:`distrl_tasks.agents.autoui`) with the SFT loop;
+4. measures it on the held-out goals (success, typed-query match) and saves the checkpoint with a
+   model card (:mod:`distrl_tasks.agents.base`) to the output directory, atomically.
+
+Idempotent: each step reuses its finished output (goal files, collect manifests, the final
+checkpoint) so a re-run after a crash redoes only what is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
+from distrl_tasks.agents.base import CARD_FILE, REBUILD, card_model_config
+from distrl_tasks.agents.image_encoders import image_feature_dim
+from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.agents.tokenizer import SentencePieceTokenizer
+from distrl_tasks.algorithms.sft import (
+    DEMO_COLUMNS,
+    Demo,
+    SFTSettings,
+    demos_from_rows,
+    train_sft,
+    train_tokenizer,
+)
+from distrl_tasks.config import Config
+from distrl_tasks.data.shards import read_shards
+from distrl_tasks.stages import collect, evaluate
+from distrl_tasks.stages.common import tracker
+from distrl_tasks.tasks.base import GENERAL, TASK_SETS, WEBSHOP
+from distrl_tasks.tasks.generators import HeldOut, generate_goals
+
+PRETRAIN_DIR = Path("runs") / "pretrain"
+SKILL_KEYS = ("success_rate", "mean_steps", "invalid_rate", "episodes", "type_steps")
+SKILL_KEYS += ("typed_query_match",)
+
+
+def _write_goals(path: Path, goals: list[str]) -> None:
+    if path.is_file() and path.read_text().splitlines() == goals:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(goals) + "\n")
+    os.replace(tmp, path)
+
+
+def write_goal_files(cfg: Config, work: Path, seed: int) -> dict[str, dict[str, int]]:
+    """Generated train goals and held-out goals per task set, as ``<set>_<split>.txt`` files
+    under ``work/goals`` (the layout ``env.data_dir`` reads). Returns their counts."""
+    pc = cfg.agent
+    sizes = {GENERAL: pc.pretrain_goals, WEBSHOP: pc.pretrain_webshop_goals}
+    counts: dict[str, dict[str, int]] = {}
+    tests = HeldOut()
+    for i, task_set in enumerate(TASK_SETS):
+        train = generate_goals(sizes[task_set], seed=seed * 10 + i, task_set=task_set)
+        # held-out goals: neither test goals nor training goals
+        avoid = HeldOut(train)
+        avoid.texts |= tests.texts
+        avoid.keys |= tests.keys
+        held = generate_goals(
+            pc.pretrain_heldout_goals, seed=seed * 10 + i + 5, task_set=task_set, exclude=avoid
+        )
+        _write_goals(work / "goals" / f"{task_set}_train.txt", train)
+        _write_goals(work / "goals" / f"{task_set}_test.txt", held)
+        counts[task_set] = {"train": len(train), "heldout": len(held)}
+    return counts
+
+
+def record_demos(cfg: Config, work: Path, progress: bool) -> tuple[list[Demo], dict[str, Any]]:
+    """Expert demonstrations on the generated goals of both task sets (collect stage)."""
+    pc = cfg.agent
+    stats: dict[str, Any] = {}
+    demos: list[Demo] = []
+    for task_set in TASK_SETS:
+        set_cfg = dataclasses.replace(
+            cfg,
+            env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals")),
+            sim=dataclasses.replace(cfg.sim, expert_mistake_rate=pc.pretrain_mistake_rate),
+        )
+        episodes = pc.pretrain_episodes_per_device
+        if task_set == WEBSHOP:
+            episodes = pc.pretrain_webshop_episodes_per_device
+        out = collect.run(
+            set_cfg,
+            round=0,
+            policy="scripted",
+            out_dir=work / "demos" / task_set,
+            mode="async",
+            episodes_per_device=episodes,
+            split="train",
+            progress=progress,
+            dynamics=cfg.sim.dynamics.bootstrap_profile,  # demonstrations: the static world
+        )
+        table = read_shards(work / "demos" / task_set).select(list(DEMO_COLUMNS))
+        set_demos = demos_from_rows(table.to_pylist())
+        demos += set_demos
+        stats[task_set] = {
+            "trajectories": out["trajectories"],
+            "expert_success_rate": out["success_rate"],
+            "examples": len(set_demos),
+            "shards": sorted(Path(p).name for p in out["shards"]),
+        }
+    return demos, stats
+
+
+def corpus_sha256(work: Path) -> str:
+    """SHA-256 over the names and bytes of every demonstration shard (identifies the corpus)."""
+    h = hashlib.sha256()
+    for p in sorted((work / "demos").rglob("*.parquet")):
+        h.update(p.relative_to(work).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def run(
+    cfg: Config,
+    *,
+    workdir: str | os.PathLike = ".",
+    out: str | os.PathLike | None = None,
+    seed: int = 0,
+    command: str = "",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Build the base policy; returns its model card (also written next to the weights).
+
+    Args:
+        cfg: configuration (``agent.pretrain_*``, sim farm, image encoder, tracking).
+        workdir: project directory (goals, demos and scratch under ``runs/pretrain``).
+        out: checkpoint directory to write (default ``runs/pretrain/base``); replaced atomically.
+        seed: seeds the goals, the model initialisation and the batch order.
+        command: the command line, recorded in the card.
+        progress: show progress bars.
+    """
+    work = Path(workdir) / PRETRAIN_DIR
+    final = Path(out) if out is not None else work / "base"
+    started = time.perf_counter()
+    pc = cfg.agent
+    goal_counts = write_goal_files(cfg, work, seed)
+    demos, demo_stats = record_demos(cfg, work, progress)
+    if not demos:
+        raise RuntimeError("pretrain: the expert produced no successful demonstration to clone")
+    goals_text = [line for f in sorted((work / "goals").glob("*_train.txt")) for line in
+                  f.read_text().splitlines()]  # fmt: skip
+    texts = [d.prompt for d in demos] + [d.target for d in demos] + goals_text
+    tok = SentencePieceTokenizer(
+        train_tokenizer(texts, work / "tokenizer", vocab_size=pc.sft_vocab_size)
+    )
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(pc.pretrain_threads or len(os.sched_getaffinity(0)))
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(pc))
+        policy = AutoUIPolicy(model, tok, max_prompt_tokens=pc.max_prompt_tokens)
+        policy.max_new_tokens = evaluate.MIN_SUBWORD_ACTION_TOKENS
+        settings = SFTSettings(
+            steps=pc.pretrain_steps,
+            batch_size=pc.pretrain_batch_size,
+            lr=pc.pretrain_lr,
+            warmup_steps=min(100, pc.pretrain_steps // 10),
+            time_budget_s=pc.pretrain_time_budget_s or None,
+        )
+        with tqdm(total=settings.steps, desc="pretrain", unit="step", disable=not progress) as bar:
+
+            def show(step: int, loss: float, _elapsed: float) -> None:
+                bar.update(step - bar.n)
+                bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+
+            result = train_sft(policy, demos, settings, seed=seed, callback=show)
+    finally:
+        torch.set_num_threads(previous_threads)
+    tmp = final.with_name(final.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    policy.save(tmp, metadata={"algorithm": "pretrain", "round": -1, "steps": result.steps})
+    skills = measure_skills(cfg, tmp, work, progress)
+    card = {
+        "name": "distrl-tiny-base",
+        "command": command,
+        "seed": seed,
+        "corpus": {
+            "goals": goal_counts,
+            "demonstrations": demo_stats,
+            "examples": len(demos),
+            "sha256": corpus_sha256(work),
+            "mistake_rate": pc.pretrain_mistake_rate,
+        },
+        "training": {
+            "steps": result.steps,
+            "batch_size": settings.batch_size,
+            "lr": settings.lr,
+            "examples_seen": result.examples,
+            "final_loss": result.losses[-1] if result.losses else None,
+            "train_wall_s": result.wall_s,
+            "threads": pc.pretrain_threads or len(os.sched_getaffinity(0)),
+        },
+        "skills": skills,
+        "model_config": card_model_config(model.config),
+        "parameters": model.num_parameters(),
+        "wall_s": time.perf_counter() - started,
+        "rebuild": REBUILD,
+    }
+    (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
+    if final.exists():
+        shutil.rmtree(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, final)
+    _log(cfg, workdir, card, final)
+    return {**card, "checkpoint_dir": str(final)}
+
+
+def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) -> dict[str, Any]:
+    """Greedy success and typed-query match on the held-out generated goals of each task set,
+    static dynamics."""
+    out: dict[str, Any] = {}
+    for task_set in TASK_SETS:
+        static = dataclasses.replace(cfg.sim.dynamics, profile="static")
+        set_cfg = dataclasses.replace(
+            cfg,
+            env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals")),
+            sim=dataclasses.replace(cfg.sim, dynamics=static),  # skills of the static world
+        )
+        res = evaluate.run(
+            set_cfg,
+            round=-1,
+            checkpoint_dir=checkpoint,
+            workdir=work,
+            split="test",
+            n_tasks=cfg.agent.pretrain_heldout_goals,
+            task_set=task_set,
+            progress=progress,
+        )
+        out[f"heldout_{task_set}"] = {k: res[k] for k in SKILL_KEYS if k in res}
+    return out
+
+
+def _log(cfg: Config, workdir: str | os.PathLike, card: dict[str, Any], final: Path) -> None:
+    """The card as an MLflow run (params, metrics, the card itself)."""
+    track = tracker(cfg, workdir)
+    run = track.start_run("pretrain", tags={"distrl.kind": "pretrain", "seed": card["seed"]})
+    try:
+        run.log_params(cfg)
+        metrics = {
+            "data/corpus_examples": card["corpus"]["examples"],
+            "train/steps": card["training"]["steps"],
+            "perf/train_wall_s": card["training"]["train_wall_s"],
+        }
+        for name, skill in card["skills"].items():
+            for key, value in skill.items():
+                if isinstance(value, int | float):
+                    metrics[f"eval/{name}_{key}"] = float(value)
+        run.log_metrics(metrics)
+        run.log_dict(card, CARD_FILE)
+        run.set_tags({"checkpoint_dir": str(final)})
+    finally:
+        run.end()
