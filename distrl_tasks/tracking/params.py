@@ -64,6 +64,9 @@ _SECRET_PAIRS = frozenset(
     }
 )
 
+# Adjacent pairs in which a secret word names no secret (the simulator's cookie-consent banner).
+_BENIGN_PAIRS = frozenset({("cookie", "consent")})
+
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 
@@ -104,7 +107,13 @@ _MODEL_SUFFIXES = {".safetensors", ".model"}  # learned weights and vocabularies
 def is_secret_key(key: str) -> bool:
     """Whether a (dotted, snake, kebab or camel case) key names a secret."""
     words = key_words(key)
-    if any(w in _SECRET_WORDS for w in words):
+    benign = {
+        i + k
+        for i, pair in enumerate(itertools.pairwise(words))
+        if pair in _BENIGN_PAIRS
+        for k in (0, 1)
+    }
+    if any(w in _SECRET_WORDS for i, w in enumerate(words) if i not in benign):
         return True
     return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 

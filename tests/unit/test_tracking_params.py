@@ -55,6 +55,8 @@ def test_key_words(key: str, words: list[str]) -> None:
         "google.credentials",
         "Authorization",
         "private-key",
+        "session_cookie",
+        "cookie",
     ],
 )
 def test_secret_keys_are_recognised(key: str) -> None:
@@ -72,6 +74,7 @@ def test_secret_keys_are_recognised(key: str) -> None:
         "author",
         "keyboard",
         "monkey",
+        "sim.dynamics.rates.cookie_consent",  # a perturbation's rate
     ],
 )
 def test_ordinary_keys_are_not_secret(key: str) -> None:
