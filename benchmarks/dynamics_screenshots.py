@@ -1,6 +1,6 @@
 """Screenshots of live-world perturbations, rendered by the simulator itself (for the README).
 
-Usage: ``.venv/bin/python benchmarks/dynamics_screenshots.py [--out docs]``. Writes
+Usage: ``.venv/bin/python benchmarks/dynamics_screenshots.py [--out benchmarks/plots]``. Writes
 ``dynamics_interruptions.png`` (permission dialog, Chrome's sync sheet, a heads-up, an ANR
 dialog) and ``dynamics_drift.png`` (a shop's results under static, live and hostile, and live's
 grid layout showing a rewritten query's results).
@@ -52,7 +52,7 @@ def strip(images: list[Image.Image], gap: int = 12) -> Image.Image:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs")
+    parser.add_argument("--out", default="benchmarks/plots")
     out = Path(parser.parse_args().out)
     out.mkdir(parents=True, exist_ok=True)
     a = phone("live", permission_location=1.0)
