@@ -61,7 +61,7 @@ def wait_for(what: str, probe: Callable[[], bool], run: Running | None, timeout:
             if probe():
                 return
         except (OSError, urllib.error.URLError):
-            pass
+            pass  # not listening yet: poll again
         time.sleep(1.0)
     log = tail(Path(run.log)) if run else ""
     raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}\n{log}")

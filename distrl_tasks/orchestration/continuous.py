@@ -44,38 +44,12 @@ def enabled(cfg: Config) -> bool:
 
 def _fresh_learner(cfg: Config, workdir: str | os.PathLike, round_: int):
     """The learner of the round: saved state if any, else the registry's starting policy."""
-    from distrl_tasks.agents.policy import build_policy
     from distrl_tasks.algorithms import train_state as ts
-    from distrl_tasks.algorithms.base import build_algorithm
-    from distrl_tasks.algorithms.learner import Learner
     from distrl_tasks.stages import common
-    from distrl_tasks.stages import train as train_stage
+    from distrl_tasks.stages.train import open_learner
 
     latest = ts.latest_checkpoint(common.learner_dir(workdir) / "checkpoints")
-    version = 0
-    if latest is None:
-        registry = common.registry(cfg, workdir)
-        origin = registry.get_version(train_stage._starting_version(cfg, workdir, round_, registry))
-        start = registry.download_version(origin.version, common.learner_dir(workdir) / "registry")
-        version = origin.policy_version or 0
-        policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
-    else:
-        policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
-    a = cfg.algorithm
-    learner = Learner(
-        cfg,
-        build_algorithm(cfg, policy),
-        out_dir=common.learner_dir(workdir),
-        seed=cfg.sim.seed,
-        policy_version=version,
-        grad_accum_steps=a.grad_accum_steps,
-        mixed_precision=a.mixed_precision,
-        warmup_steps=a.warmup_steps,
-        weight_decay=a.weight_decay,
-    )
-    if latest is not None:
-        learner.load_checkpoint(latest)
-    return learner, latest is None
+    return open_learner(cfg, workdir, round_, latest), latest is None
 
 
 def continuous_round(

@@ -20,11 +20,14 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from distrl_tasks.config import Config
 from distrl_tasks.orchestration import modes
 from distrl_tasks.stages import common
+
+if TYPE_CHECKING:
+    from distrl_tasks.algorithms.learner import Learner
 
 
 def _replay(cfg: Config, workdir: str | os.PathLike):
@@ -110,12 +113,7 @@ def run(
     done = common.read_manifest(workdir, round, "train")
     if done is not None:
         return {**done, "reused": True}
-    import torch
-
-    from distrl_tasks.agents.policy import build_policy
     from distrl_tasks.algorithms import train_state as ts
-    from distrl_tasks.algorithms.base import build_algorithm
-    from distrl_tasks.algorithms.learner import Learner
 
     actor_steps, critic_steps = modes.train_steps(cfg, round)
     replay = _replay(cfg, workdir)
@@ -131,31 +129,9 @@ def run(
         # updates follow the data: every collection merged into this round adds updates
         steps = replay_ratio_steps(replay, ratio, _trained_round(latest))
     steps = steps or actor_steps
-    start_version = 0
-    if latest is None:
-        registry = common.registry(cfg, workdir)
-        origin = registry.get_version(_starting_version(cfg, workdir, round, registry))
-        start = registry.download_version(origin.version, common.learner_dir(workdir) / "registry")
-        start_version = origin.policy_version or 0
-        policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
-    else:
-        policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
-    torch.manual_seed(cfg.sim.seed + round)
-    algorithm = build_algorithm(cfg, policy)
-    a = cfg.algorithm
-    learner = Learner(
-        cfg,
-        algorithm,
-        out_dir=common.learner_dir(workdir),
-        seed=cfg.sim.seed,
-        policy_version=start_version,
-        grad_accum_steps=a.grad_accum_steps,
-        mixed_precision=a.mixed_precision,
-        warmup_steps=a.warmup_steps,
-        weight_decay=a.weight_decay,
-    )
-    if latest is not None:
-        learner.load_checkpoint(latest)
+    learner = open_learner(cfg, workdir, round, latest, seed_round=round)
+    algorithm = learner.algorithm
+    policy = algorithm.policy
     if hasattr(algorithm, "policy_version"):
         # DistRL reports train/staleness (this version minus the data's behaviour versions)
         algorithm.policy_version = learner.policy_version
@@ -198,3 +174,52 @@ def run(
         run_.log_metrics(metrics, step=round)
         run_.set_tags({"data_version": data_version, "policy_version": learner.policy_version})
     return common.write_manifest(workdir, round, "train", manifest)
+
+
+def open_learner(
+    cfg: Config,
+    workdir: str | os.PathLike,
+    round_: int,
+    latest: Path | None,
+    *,
+    seed_round: int | None = None,
+) -> Learner:
+    """The round's learner: its saved state (``latest``) if any, else the registry's start policy.
+
+    Shared by the train stage and the continuous round (``orchestration.continuous``) so both
+    resume and start the same way. ``seed_round`` seeds torch before the algorithm's critics
+    are built (the train stage's reproducibility); None leaves the generator as it is.
+    """
+    import torch
+
+    from distrl_tasks.agents.policy import build_policy
+    from distrl_tasks.algorithms import train_state as ts
+    from distrl_tasks.algorithms.base import build_algorithm
+    from distrl_tasks.algorithms.learner import Learner
+
+    start_version = 0
+    if latest is None:
+        registry = common.registry(cfg, workdir)
+        origin = registry.get_version(_starting_version(cfg, workdir, round_, registry))
+        start = registry.download_version(origin.version, common.learner_dir(workdir) / "registry")
+        start_version = origin.policy_version or 0
+        policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
+    else:
+        policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
+    if seed_round is not None:
+        torch.manual_seed(cfg.sim.seed + seed_round)
+    a = cfg.algorithm
+    learner = Learner(
+        cfg,
+        build_algorithm(cfg, policy),
+        out_dir=common.learner_dir(workdir),
+        seed=cfg.sim.seed,
+        policy_version=start_version,
+        grad_accum_steps=a.grad_accum_steps,
+        mixed_precision=a.mixed_precision,
+        warmup_steps=a.warmup_steps,
+        weight_decay=a.weight_decay,
+    )
+    if latest is not None:
+        learner.load_checkpoint(latest)
+    return learner
