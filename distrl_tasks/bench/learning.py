@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks.bench.profiles import SFT, evaluate_profiles, profiles_table
 from distrl_tasks.bench.report import (
     METHOD_LABELS,
     RoundPoint,
@@ -82,6 +83,7 @@ def report_finished(
     settings: LearningBenchSettings,
     workdir: str | os.PathLike = "runs/learning-bench",
     *,
+    reference: bool = False,
     log: Callable[[str], None] = print,
 ) -> tuple[str, list[RunRecord]]:
     """The table of the runs of ``settings`` that finished so far in ``workdir``.
@@ -89,8 +91,9 @@ def report_finished(
     For a benchmark that was interrupted (or still runs elsewhere): task sets whose SFT
     bootstrap has not finished are left out, runs not finished show as ``–``. No run is started
     and nothing is written (no RESULTS.md section, plots or MLflow runs: those belong to a whole
-    benchmark); the one thing that may run is a finished SFT policy's evaluation on the
-    benchmark's task lists when it is not cached yet.
+    benchmark); what may run are evaluations not cached yet: a finished SFT policy's on the
+    benchmark's task lists, and with ``reference`` the final policies' under
+    ``settings.reference_profiles``.
     """
     from distrl_tasks.stages import bootstrap
 
@@ -113,7 +116,35 @@ def report_finished(
         log(run_details_table(records, settings.methods) + "\n")
     for t in evaluate_targets(records, sft_cols, settings.budget_s):
         log(f"- {t.name}: {t.verdict} ({t.detail})")
+    if reference and settings.reference_profiles and records:
+        log("\n" + reference_table(settings, records, sft, root, log=log))
     return table, records
+
+
+def reference_table(
+    settings: LearningBenchSettings,
+    records: Sequence[RunRecord],
+    sft: dict[str, SFTPolicy],
+    root: Path,
+    *,
+    log: Callable[[str], None] = print,
+) -> str:
+    """The final policies' test success under the benchmark's world profile and under
+    ``settings.reference_profiles`` (evaluated now unless cached), as markdown."""
+    profiles = settings.reference_profiles
+    results = evaluate_profiles(settings, records, sft, root, profiles, log=log)
+    main: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        main.setdefault((r.method, r.task_set), []).append(r.final["test"])
+    for ts, p in sft.items():
+        main[(SFT, ts)] = [p.success["test"]]
+    profile = run_config(settings, settings.task_sets[0]).sim.dynamics.profile
+    table = profiles_table(results, profile, main, settings.methods, list(sft), profiles)
+    return (
+        f"Test success (%) of the same final policies under other world profiles (first "
+        f"{settings.eval_test} test goals, greedy; the runs trained and were scored under "
+        f"`{profile}`):\n\n{table}"
+    )
 
 
 def run_one(
@@ -263,12 +294,15 @@ def run_benchmark(
         sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
         table = results_table(records, sft_cols, settings.methods)
         targets = evaluate_targets(records, sft_cols, settings.budget_s)
+        details = run_details_table(records, settings.methods)
+        if settings.reference_profiles:
+            details += "\n\n" + reference_table(settings, records, sft, root, log=log)
         round_sft = {ts: p.success["round"] for ts, p in sft.items()}
         plots = plot_curves(records, round_sft, settings.methods, plots_dir, settings.budget_s)
         wall = time.perf_counter() - started
         section = results_section(
             table=table,
-            details=run_details_table(records, settings.methods),
+            details=details,
             targets=targets,
             plots=plots,
             results_dir=Path(results_file).resolve().parent if results_file else plots_dir,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config, load_config
+from distrl_tasks.sim.dynamics.catalog import PROFILES
 
 METHODS: dict[str, dict[str, Any]] = {
     "distrl": {"algorithm.name": "distrl", "orchestration.asynchronous": True},
@@ -53,6 +54,8 @@ class LearningBenchSettings:
     # collection mode for every method: None = the method's own (DistRL async, the others
     # sync); "async" / "sync" = forced (the ablation's factorial)
     collection: str | None = None
+    # final policies are also evaluated (test goals) under these world profiles, for reference
+    reference_profiles: tuple[str, ...] = ("static", "hostile")
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
@@ -61,6 +64,9 @@ class LearningBenchSettings:
         bad_sets = [t for t in self.task_sets if t not in ("general", "webshop")]
         if bad_sets or not self.task_sets:
             raise ValueError(f"task sets must be general and/or webshop, got {self.task_sets}")
+        bad_profiles = [p for p in self.reference_profiles if p not in PROFILES]
+        if bad_profiles:
+            raise ValueError(f"reference profiles must be some of {list(PROFILES)}: {bad_profiles}")
         if self.collection not in (None, "async", "sync"):
             raise ValueError(f"collection must be None, 'async' or 'sync', got {self.collection}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -92,6 +98,7 @@ class LearningBenchSettings:
             sft_episodes_per_device=2,
             sft_steps=10,
             horizon=3,  # the expert solves most General goals in 3 steps without mistakes
+            reference_profiles=(),
             overrides={
                 "agent.sft_mistake_rate": 0.0,
                 "agent.sft_vocab_size": 400,
@@ -128,10 +135,11 @@ def run_config(
     method: str = "distrl",
     seed: int = 0,
     latency: bool = True,
+    dynamics: str | None = None,
 ) -> Config:
     """The configuration of one run: the base config, the settings' overrides, then what the
-    benchmark fixes (method, task set, seed, devices, latency, round sizes, a free port and
-    the horizon if set)."""
+    benchmark fixes (method, task set, seed, devices, latency, round sizes, a free port, the
+    horizon if set, and the world profile if given: a reference evaluation's)."""
     fixed = {
         **METHODS[method],
         "env.task_set": task_set,
@@ -148,6 +156,8 @@ def run_config(
         fixed["env.horizon_general"] = fixed["env.horizon_webshop"] = settings.horizon
     if settings.collection is not None:
         fixed["orchestration.asynchronous"] = settings.collection == "async"
+    if dynamics is not None:
+        fixed["sim.dynamics.profile"] = dynamics
     return load_config(settings.config, {**settings.overrides, **fixed})
 
 

@@ -48,6 +48,17 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         help="print the table of the runs finished so far in --workdir; starts no run",
     )
     p.add_argument(
+        "--reference-profiles",
+        type=_csv,
+        help="also evaluate the final policies under these world profiles (default static,hostile;"
+        " 'none' for no reference evaluation)",
+    )
+    p.add_argument(
+        "--with-reference",
+        action="store_true",
+        help="with --finished-only: add the reference-profile table (evaluates what is not cached)",
+    )
+    p.add_argument(
         "--fresh", action="store_true", help="discard cached runs in --workdir and start over"
     )
     add_config_flags(p)  # --config, --set: applied to every run
@@ -72,6 +83,8 @@ def settings_from_args(args: argparse.Namespace):
         value = getattr(args, flag)
         if value is not None:
             changes[name] = value
+    if args.reference_profiles is not None:
+        changes["reference_profiles"] = tuple(p for p in args.reference_profiles if p != "none")
     if args.seeds is not None:
         if args.seeds < 1:
             raise ConfigError(f"--seeds: must be >= 1, got {args.seeds}")
@@ -93,7 +106,12 @@ def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
 
     settings = settings_from_args(args)
     if args.finished_only:
-        report_finished(settings, args.workdir, log=lambda line: print(line, flush=True))
+        report_finished(
+            settings,
+            args.workdir,
+            reference=args.with_reference,
+            log=lambda line: print(line, flush=True),
+        )
         return 0
     run_benchmark(
         settings,

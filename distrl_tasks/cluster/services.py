@@ -113,6 +113,16 @@ def database_url(user: str, password: str, port: int, db: str, scheme: str) -> s
     return f"{scheme}://{user}:{quote(password, safe='')}@{LOOPBACK}:{port}/{db}"
 
 
+# How long a stage waits for an unreachable MLflow server before it fails and Airflow's task
+# retries (2, 10 s apart) take over: 4 client retries with backoff 1 s give up after ~15 s, so
+# an outage is visible as a failed try instead of being hidden in one try for minutes (the
+# client's default), and a short one (a restart) is still absorbed by the task's retries.
+FAULT_POLICY_ENV = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "4",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+}
+
+
 def airflow_env(paths: Paths, ports: Ports, secrets: dict[str, str]) -> dict[str, str]:
     """The environment every Airflow process of the cluster shares (secrets included)."""
     api = f"http://{LOOPBACK}:{ports.api}"
@@ -151,6 +161,7 @@ def airflow_env(paths: Paths, ports: Ports, secrets: dict[str, str]) -> dict[str
         "DISTRL_SET_DVC_REMOTE": f"data.dvc_remote={paths.dvc_remote}",
         "OMP_NUM_THREADS": "1",  # torch threads of parallel tasks would oversubscribe the cores
         "PYTHONUNBUFFERED": "1",
+        **FAULT_POLICY_ENV,
     }
 
 

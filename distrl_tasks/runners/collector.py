@@ -45,6 +45,8 @@ class CollectStats:
     labeled: int = 0
     failures: int = 0  # episodes cut short or lost by device errors
     devices_lost: int = 0
+    resumed: int = 0  # episodes taken from a journal (collected by an earlier attempt)
+    resumed_steps: int = 0
     wall_s: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -59,10 +61,21 @@ class CollectStats:
             if ep.error:
                 self.failures += 1
 
+    def add_resumed(self, ep: Episode) -> None:
+        """Count an episode an earlier attempt finished: in the totals, not in the rates."""
+        self.add(ep)
+        with self._lock:
+            self.resumed += 1
+            self.resumed_steps += ep.steps
+
     def as_dict(self) -> dict[str, float]:
         rate = self.successes / self.labeled if self.labeled else 0.0
-        per_s = self.steps / self.wall_s if self.wall_s > 0 else 0.0
-        per_min = 60 * self.trajectories / self.wall_s if self.wall_s > 0 else 0.0
+        new_steps, new_trajectories = (
+            self.steps - self.resumed_steps,
+            self.trajectories - self.resumed,
+        )
+        per_s = new_steps / self.wall_s if self.wall_s > 0 else 0.0
+        per_min = 60 * new_trajectories / self.wall_s if self.wall_s > 0 else 0.0
         return {
             "trajectories": self.trajectories,
             "steps": self.steps,
@@ -71,6 +84,7 @@ class CollectStats:
             "success_rate": rate,
             "failures": self.failures,
             "devices_lost": self.devices_lost,
+            "resumed": self.resumed,
             "wall_s": self.wall_s,
             "steps_per_s": per_s,
             "trajectories_per_min": per_min,
@@ -145,17 +159,20 @@ def collect_async(
     on_episode: Callable[[Episode], None] | None = None,
     board: VersionBoard | None = None,
     halt: threading.Event | None = None,
+    done: Mapping[str, Episode] | None = None,
 ) -> CollectResult:
     """DistRL-style collection: every device runs ``goals[serial]`` back to back.
 
     Each episode is pinned to the server's policy version at its start (see
     :meth:`InferenceServer.lease`), so a :meth:`~InferenceServer.swap` mid-run applies to the
-    episodes that start after it. With a ``board`` (a continuous learner's
-    :class:`~distrl_tasks.runners.versions.VersionBoard`) every episode is dispatched through
-    it: the device waits at its staleness gate, the newest published version is swapped into
-    the server between episodes, and the episode's transitions are reported when it ends
-    (whatever its staleness by then: no episode is dropped). Setting ``halt`` starts no further
-    episode while letting the running ones finish.
+    episodes that start after it. Episodes whose trajectory id is in ``done`` (an
+    :class:`~distrl_tasks.runners.journal.EpisodeJournal` of an earlier attempt) are taken as
+    they are and not run again; ``on_episode`` sees only new ones. With a ``board`` (a
+    continuous learner's :class:`~distrl_tasks.runners.versions.VersionBoard`) every episode is
+    dispatched through it: the device waits at its staleness gate, the newest published version
+    is swapped into the server between episodes, and the episode's transitions are reported
+    when it ends (whatever its staleness by then: no episode is dropped). Setting ``halt``
+    starts no further episode while letting the running ones finish.
     """
     stats = CollectStats()
     out: dict[str, list[Episode]] = {e.device.serial: [] for e in envs}
@@ -169,6 +186,12 @@ def collect_async(
         for k, goal in enumerate(goals.get(serial, ())):
             if stop.is_set() or (halt is not None and halt.is_set()):
                 return
+            earlier = (done or {}).get(trajectory_id(round_, serial, k, id_prefix))
+            if earlier is not None:
+                out[serial].append(earlier)
+                stats.add_resumed(earlier)
+                bar.update(stats)
+                continue
             if board is not None:
                 try:
                     newest = board.dispatch(stop)
@@ -252,11 +275,13 @@ def collect_sync(
     recover_wait_s: float = 0.5,
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
+    done: Mapping[str, Episode] | None = None,
 ) -> CollectResult:
     """DigiRL-style collection: waves of one episode per device, stepped in lockstep.
 
     Each step batches the observations of all running episodes into one policy call, then
-    performs the actions on all devices in parallel and waits for every one of them.
+    performs the actions on all devices in parallel and waits for every one of them. Episodes
+    in ``done`` (by trajectory id) are taken as they are, as in :func:`collect_async`.
     """
     act: CollectPolicy = as_collect_policy(policy)
     stats = CollectStats()
@@ -266,11 +291,19 @@ def collect_sync(
     waves = max((len(goals.get(s, ())) for s in out), default=0)
     with ThreadPoolExecutor(max_workers=max(1, len(envs))) as pool:
         for k in range(waves):
-            jobs = [
-                (e, goals[e.device.serial][k])
-                for e in envs
-                if k < len(goals.get(e.device.serial, ()))
-            ]
+            jobs = []
+            for e in envs:
+                if k >= len(goals.get(e.device.serial, ())):
+                    continue
+                earlier = (done or {}).get(trajectory_id(round_, e.device.serial, k, id_prefix))
+                if earlier is None:
+                    jobs.append((e, goals[e.device.serial][k]))
+                    continue
+                out[e.device.serial].append(earlier)
+                stats.add_resumed(earlier)
+                bar.update(stats)
+            if not jobs:
+                continue
             runners = [
                 EpisodeRunner(
                     e,

@@ -5,6 +5,11 @@ re-running returns that manifest and touches nothing. Shards are one per device,
 ``r<round>-w<worker>-<serial>``. For the simulator the stage starts its own farm unless given an
 ADB address; for emulators it drives every device the ADB server at ``env.adb_host:adb_port``
 lists.
+
+Nothing finished is lost to a crash: each episode is journaled as it ends
+(:mod:`distrl_tasks.runners.journal`), and a retry of the same (round, worker) takes the
+journaled episodes as they are and collects only the rest; the journal is cleared once the
+manifest is written.
 """
 
 from __future__ import annotations
@@ -25,8 +30,14 @@ from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.orchestration import modes
-from distrl_tasks.runners.collector import CollectResult, collect_async, collect_sync
+from distrl_tasks.runners.collector import (
+    CollectResult,
+    collect_async,
+    collect_sync,
+    trajectory_id,
+)
 from distrl_tasks.runners.inference import InferenceServer
+from distrl_tasks.runners.journal import EpisodeJournal, journal_dir
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
 from distrl_tasks.stages import curriculum
 from distrl_tasks.stages.common import labeled_dir, raw_dir
@@ -231,8 +242,21 @@ def run(
         if policy is None:
             policy, policy_version = behavior_policy(cfg, workdir)
         pol = _policy(cfg, policy, seed=cfg.sim.seed + round)
+        dim, gamma = image_feature_dim(cfg.agent), cfg.algorithm.gamma
+        journal = EpisodeJournal(journal_dir(workdir, round, worker), round, dim, gamma)
+        planned = {
+            trajectory_id(round, serial, k): goal
+            for serial, planned_goals in plan.items()
+            for k, goal in enumerate(planned_goals)
+        }
         common = dict(
-            round_=round, split=split, oracle=oracle, gamma=cfg.algorithm.gamma, progress=progress
+            round_=round,
+            split=split,
+            oracle=oracle,
+            gamma=gamma,
+            progress=progress,
+            on_episode=journal.record,
+            done=journal.load(planned),
         )
         if mode == "async":
             with InferenceServer(
@@ -241,7 +265,7 @@ def run(
                 result = collect_async(envs, server, plan, **common)
         else:
             result = collect_sync(envs, pol, plan, policy_version=policy_version, **common)
-    shards = _write(result, out, round, worker, image_feature_dim(cfg.agent), cfg.algorithm.gamma)
+    shards = _write(result, out, round, worker, dim, gamma)
     manifest = {
         "round": round,
         "worker": worker,
@@ -258,6 +282,7 @@ def run(
     tmp = mpath.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(manifest, indent=2) + "\n")
     os.replace(tmp, mpath)
+    journal.clear()  # the shards hold every journaled episode now
     return manifest
 
 

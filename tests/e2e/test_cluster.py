@@ -20,7 +20,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from fakes.projects import TINY_PARAMS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1500)]
 
+EPISODES = 4  # per device in the faulted round
 WORKER_OF_QUEUE = {"devices": "worker-devices", "gpu": "worker-gpu", "default": "worker-gpu"}
 
 
@@ -146,8 +147,9 @@ def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
     """One ``distrl_round`` through the REST API, with two faults injected while it runs: the
     devices worker is SIGKILLed during ``collect`` and the MLflow server during ``train``; both
     come back through ``distrl cluster up`` (which restarts only what died)."""
-    run = cluster.trigger("distrl_round", "cluster_round1", {"round": 1})
-    assert run["conf"] == {"round": 1}
+    conf = {"round": 1, "episodes_per_device": EPISODES}  # enough to kill one mid-collection
+    run = cluster.trigger("distrl_round", "cluster_round1", conf)
+    assert run["conf"] == conf
     started = time.monotonic()
     counts: dict[str, Any] = {}
 
@@ -155,13 +157,30 @@ def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
         tis = cluster.task_instances("distrl_round", "cluster_round1")
         return next((t["state"] for t in tis if t["task_id"] == task_id), None)
 
+    journal = cluster.workdir / "runs" / "collect-journal" / "r000001-w00"
     cluster.wait_until("collect to run", lambda: ti_state("collect") == "running", 600)
-    time.sleep(3.0)  # the task process is past start-up, inside the collection
+    # kill once an episode is finished (journaled), so the retry has something to keep
+    deadline = time.monotonic() + 300
+    while not list(journal.glob("*.parquet")):
+        assert ti_state("collect") == "running", f"collect ended first: {ti_state('collect')}"
+        assert time.monotonic() < deadline, f"no episode journaled in 300 s\n{cluster.logs()}"
+        time.sleep(0.1)
     counts["devices_worker_killed_in"] = ti_state("collect")
     _kill_and_restart(cluster, "worker-devices")
+    kept = _journaled_episodes(journal)
+    counts["trajectories_finished_before_kill"] = len(kept)
     cluster.wait_until("train to run", lambda: ti_state("train") == "running", 900)
     counts["mlflow_killed_in"] = ti_state("train")
-    _kill_and_restart(cluster, "mlflow")
+
+    def a_try_failed() -> bool:  # with the server down, a stage that needs MLflow fails a try
+        tis = cluster.task_instances("distrl_round", "cluster_round1")
+        return any(
+            t["state"] in ("up_for_retry", "failed") or t["try_number"] > 1
+            for t in tis
+            if t["task_id"] in ("train", "evaluate", "register")
+        )
+
+    _kill_and_restart(cluster, "mlflow", down_until=a_try_failed)
 
     cluster.wait_for_run("distrl_round", "cluster_round1", timeout=1200)
     took = time.monotonic() - started
@@ -183,6 +202,11 @@ def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
     counts["register_tries"] = tries["register"]
     # the kill lost collect's first try; the scheduler failed it and the restarted worker ran it
     assert tries["collect"] >= 2, f"collect was not retried after the worker was killed: {tries}"
+    # the MLflow outage failed a try of a stage that needs the server, and its retry succeeded
+    counts["mlflow_stage_retries"] = {
+        t: tries[t] - 1 for t in ("train", "evaluate", "register") if tries[t] > 1
+    }
+    assert counts["mlflow_stage_retries"], f"no stage was retried over the MLflow outage: {tries}"
 
     # every trajectory in the round's shards exactly once, and as many as were planned
     shards = _round_shards(cluster.workdir, 1)
@@ -191,7 +215,11 @@ def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
     counts["trajectories"] = len(trajectories)
     counts["duplicate_steps"] = len(steps) - len(set(steps))
     assert counts["duplicate_steps"] == 0, f"duplicated (trajectory, step) rows in {shards}"
-    assert len(trajectories) == 2 * 1, trajectories  # tiny project: 2 devices x 1 episode
+    assert len(trajectories) == 2 * EPISODES, trajectories  # 2 devices
+    # what was finished before the kill was kept as collected (first step's time), not redone
+    final = _first_steps(shards)
+    counts["kept_after_kill"] = sum(final.get(t) == started for t, started in kept.items())
+    assert counts["kept_after_kill"] == len(kept) >= 1, (kept, final)
 
     # the registered version is in the MLflow server's registry, with its lineage, and only once
     manifest = cluster.xcom("distrl_round", "cluster_round1", "register")
@@ -211,13 +239,18 @@ def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
     print(f"fault counts: {json.dumps(counts)}")
 
 
-def _kill_and_restart(cluster: Cluster, name: str) -> None:
-    """SIGKILL a service's whole process group, then ``distrl cluster up`` restarts it."""
+def _kill_and_restart(
+    cluster: Cluster, name: str, down_until: Callable[[], object] | None = None
+) -> None:
+    """SIGKILL a service's whole process group, keep it down until ``down_until()`` holds (2 s
+    without one), then ``distrl cluster up`` restarts it."""
     cluster.refresh()
     old = cluster.service(name)
     assert old["alive"], f"{name} is not running:\n{cluster.logs(name)}"
     os.killpg(old["pid"], signal.SIGKILL)
     time.sleep(2.0)
+    if down_until is not None:
+        cluster.wait_until(f"a consequence of {name} being down", down_until, 300)
     again = distrl("cluster", "up", cwd=cluster.workdir)
     assert again.returncode == 0, f"restarting {name}: {again.stdout}\n{again.stderr}"
     cluster.refresh()
@@ -226,6 +259,26 @@ def _kill_and_restart(cluster: Cluster, name: str) -> None:
     others = {s["name"]: s["pid"] for s in cluster.state["services"] if s["name"] != name}
     print(f"killed {name} (pid {old['pid']}), restarted as pid {new['pid']}; others kept")
     assert len(others) == len(cluster.state["services"]) - 1
+
+
+def _journaled_episodes(journal: Path) -> dict[str, str]:
+    """trajectory id -> first step's ``started_at`` of every complete journal entry."""
+    from distrl_tasks.data.shards import read_shards
+
+    table = read_shards(journal, columns=["trajectory_id", "step", "started_at"])
+    return {r["trajectory_id"]: str(r["started_at"]) for r in table.to_pylist() if r["step"] == 0}
+
+
+def _first_steps(shards: list[Path]) -> dict[str, str]:
+    import pyarrow.parquet as pq
+
+    found: dict[str, str] = {}
+    for path in shards:
+        table = pq.read_table(path, columns=["trajectory_id", "step", "started_at"])
+        for r in table.to_pylist():
+            if r["step"] == 0:
+                found[r["trajectory_id"]] = str(r["started_at"])
+    return found
 
 
 def _shard_rows(shards: list[Path]) -> tuple[list[tuple[str, int]], set[str]]:

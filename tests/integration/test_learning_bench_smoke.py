@@ -7,6 +7,7 @@ of the real file, never the file itself).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -119,4 +120,15 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert any(line.startswith("3 of 3 runs finished") for line in lines)
     assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes
     assert report_finished(settings, tmp_path / "nothing-here", log=lines.append)[1] == []
+
+    # the reference evaluations: the same final policies under another world profile
+    ref = dataclasses.replace(settings, reference_profiles=("static",))
+    lines.clear()
+    report_finished(ref, tmp_path / "bench", reference=True, log=lines.append)
+    evaluated = [line for line in lines if line.startswith("[static]")]
+    assert len(evaluated) == 1 + 3, evaluated  # the SFT policy and each run's final policy
+    row = next(line for line in lines if line.startswith("| DistRL |")).split("|")
+    live = f"{100 * out.records[0].final['test']:.1f}"
+    assert row[2].strip().startswith(live), row  # the live column is the run's own score
+    assert re.fullmatch(r"\d+\.\d ± \d+\.\d", row[3].strip()), row  # measured under static
     print(f"smoke benchmark: {first_s:.0f} s, second invocation {again.wall_s:.0f} s")

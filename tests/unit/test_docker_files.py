@@ -564,7 +564,12 @@ def test_compose_has_every_cluster_service_with_its_queues() -> None:
 
 
 def test_compose_and_cluster_share_flags_and_settings() -> None:
-    from distrl_tasks.cluster.services import MLFLOW_FLAGS, PARAMS_OVERRIDES, REDIS_FLAGS
+    from distrl_tasks.cluster.services import (
+        FAULT_POLICY_ENV,
+        MLFLOW_FLAGS,
+        PARAMS_OVERRIDES,
+        REDIS_FLAGS,
+    )
 
     compose = load_compose()
     services, env = _cluster()
@@ -584,7 +589,7 @@ def test_compose_and_cluster_share_flags_and_settings() -> None:
         for line in (DOCKER / "airflow.env").read_text().splitlines()
         if line and not line.startswith("#")
     )
-    for key in ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__OPERATORS__DEFAULT_QUEUE"):
+    for key in ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__OPERATORS__DEFAULT_QUEUE", *FAULT_POLICY_ENV):
         assert env_file[key] == env[key], key
     for suffix in ("SQL_ALCHEMY_CONN", "RESULT_BACKEND", "BROKER_URL"):
         compose_url = next(v for k, v in shared.items() if k.endswith(suffix))

@@ -1,0 +1,121 @@
+"""A per-episode journal, so a collection killed half-way keeps what it finished.
+
+The collect stage writes its shards once, at the end of the round. Without more, a worker killed
+mid-round (a preempted machine, a SIGKILLed Celery worker) loses every trajectory it had
+finished, and the retry collects them again: different trajectories, the same round. The
+journal closes that gap: every finished episode is written at once as its own small verified
+shard (atomic, checksummed: :func:`~distrl_tasks.data.shards.write_shard`), and a retry of the
+same (round, worker) reads them back and skips those episodes, so each trajectory finished
+before the kill ends up in the round's shards exactly once, as it was collected.
+
+An entry is matched by trajectory id, which is deterministic in (round, device, episode index),
+and must have the goal the retry's plan gives that slot; anything else (a half-written file, a
+changed plan) is dropped and re-collected. The stage clears the journal once the round's
+manifest is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from distrl_tasks.data.shards import MANIFEST_SUFFIX, read_verified, verify_shards, write_shard
+from distrl_tasks.runners.trajectory import TRUNCATED, Episode
+
+
+def journal_dir(workdir: str | os.PathLike, round_: int, worker: int) -> Path:
+    """Where (round, worker)'s journal lives: next to the learner state, outside the shard
+    directory that the version stage hands to DVC."""
+    return Path(workdir) / "runs" / "collect-journal" / f"r{round_:06d}-w{worker:02d}"
+
+
+def _entry_name(trajectory_id: str) -> str:
+    # device serials may hold ':' (network devices); shard names may not
+    return "ep-" + hashlib.sha256(trajectory_id.encode()).hexdigest()[:24]
+
+
+class EpisodeJournal:
+    """Finished episodes of one (round, worker), one verified shard each.
+
+    Args:
+        directory: the journal's directory (:func:`journal_dir`).
+        round_: the round every entry belongs to.
+        feature_dim: size of ``image_features`` in the rows.
+        gamma: discount the labeled rows' ``mc_return`` must match.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike, round_: int, feature_dim: int, gamma: float
+    ) -> None:
+        self.directory = Path(directory)
+        self.round = round_
+        self.feature_dim = feature_dim
+        self.gamma = gamma
+        self._lock = threading.Lock()  # device threads finish episodes concurrently
+        self.recorded = 0
+
+    def record(self, episode: Episode) -> None:
+        """Write a finished episode (no-op for one without rows: nothing to keep)."""
+        if not episode.rows:
+            return
+        write_shard(
+            episode.rows,
+            self.directory,
+            round=self.round,
+            name=_entry_name(episode.trajectory_id),
+            feature_dim=self.feature_dim,
+            gamma=self.gamma,
+            overwrite=True,
+        )
+        with self._lock:
+            self.recorded += 1
+
+    def load(self, planned: Mapping[str, str]) -> dict[str, Episode]:
+        """The journaled episodes whose id and goal the plan ``planned`` (id -> goal) holds.
+
+        Broken entries are quarantined by the shard verifier and come back as missing; entries
+        the plan does not hold (another plan, e.g. after a config change) are deleted.
+        """
+        if not self.directory.is_dir():
+            return {}
+        report = verify_shards(self.directory, temp_grace_s=0.0)
+        if not report.shards:
+            return {}
+        table = read_verified(report.shards)
+        by_id: dict[str, list[dict]] = {}
+        for row in table.to_pylist():
+            by_id.setdefault(row["trajectory_id"], []).append(row)
+        kept: dict[str, Episode] = {}
+        for tid, rows in by_id.items():
+            rows.sort(key=lambda r: r["step"])
+            if planned.get(tid) != rows[0]["task"]:
+                name = _entry_name(tid)
+                for suffix in (".parquet", MANIFEST_SUFFIX):
+                    (self.directory / f"{name}{suffix}").unlink(missing_ok=True)
+                continue
+            kept[tid] = episode_from_rows(rows)
+        return kept
+
+    def clear(self) -> None:
+        """Remove the journal (the round's shards and manifest hold everything now)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def episode_from_rows(rows: Sequence[dict]) -> Episode:
+    """The :class:`Episode` a journaled trajectory's rows describe."""
+    first, last = rows[0], rows[-1]
+    labeled = first["label_status"] == "labeled"
+    truncated = first["evaluator"] == TRUNCATED
+    return Episode(
+        trajectory_id=first["trajectory_id"],
+        goal=first["task"],
+        device=first["device"],
+        rows=list(rows),
+        success=bool(last["trajectory_reward"]) if labeled else None,
+        error="truncated before the journal's restart" if truncated else "",
+        reason="journal",
+    )
