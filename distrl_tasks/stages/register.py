@@ -1,9 +1,11 @@
 """The register stage: the round's checkpoint becomes a registry version with its lineage.
 
-The version is tagged ``round``, ``algorithm``, ``policy_version``, ``data_version`` and
-``eval_success_rate`` (on the tasks identified by ``eval_tasks``). The ``behavior`` alias moves to
-it (actors run the newest policy, as DistRL's learner pushes each update), while ``champion``
-moves only when it beats the current champion on the same test tasks.
+The version is tagged ``round``, ``algorithm``, ``policy_version``, ``data_version``,
+``eval_success_rate`` (on the tasks identified by ``eval_tasks``) and ``checkpoint_digest``. The
+``behavior`` alias moves to it (actors run the newest policy, as DistRL's learner pushes each
+update), while ``champion`` moves only when it beats the current champion on the same test tasks.
+A retried registration finds the version its failed try created (same round and digest) and
+goes on from it, so the registry holds one version per round.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 
 from distrl_tasks.config import Config
 from distrl_tasks.stages import common
+
+DIGEST_TAG = "checkpoint_digest"  # the weights' digest, so a retried registration is recognised
 
 
 def run(
@@ -33,9 +37,23 @@ def run(
     registry = common.registry(cfg, workdir)
     trained = common.read_manifest(workdir, round, "train") or {}
     version_no = policy_version if policy_version is not None else trained.get("policy_version")
+    from distrl_tasks.stages.evaluate import checkpoint_digest  # torch: only when it runs
+
+    path = common.resolve(workdir, checkpoint_dir)
+    digest = checkpoint_digest(path)
     with common.stage_run(cfg, workdir, round, "register") as run_:
-        version = registry.register_checkpoint(
-            common.resolve(workdir, checkpoint_dir),
+        # a try that died after creating the version (e.g. the tracking server went away before
+        # the manifest was written) left it in the registry: its retry adopts it, never a second
+        earlier = next(
+            (
+                v.version
+                for v in registry.compare_versions()
+                if v.tags.get("round") == str(round) and v.tags.get(DIGEST_TAG) == digest
+            ),
+            None,
+        )
+        version = earlier or registry.register_checkpoint(
+            path,
             round=round,
             algorithm=cfg.algorithm.name,
             policy_version=int(version_no if version_no is not None else round),
@@ -43,6 +61,7 @@ def run(
             eval_success_rate=float(evaluation["success_rate"]),
             eval_tasks_key=evaluation["tasks_key"],
             steps=steps if steps is not None else trained.get("steps"),
+            tags={DIGEST_TAG: digest},
             run_id=run_.run_id,
         )
         registry.set_behavior(version)

@@ -189,6 +189,20 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     assert stages == ["label", "version", "train", "register"]
     assert tracker.client.get_run(parent).info.status == "FINISHED"
 
+    # a try that created the version but died before its manifest: the retry adopts that version
+    (common.round_dir(project, 1) / "register.json").unlink()
+    again = register.run(
+        cfg,
+        round=1,
+        checkpoint_dir=tr["checkpoint_dir"],
+        data_version=ver["data_version"],
+        evaluation=evaluation,
+        workdir=project,
+    )
+    assert again["version"] == reg_out["version"] and not again["reused"]
+    round_1 = [v.version for v in registry.compare_versions() if v.round == 1]
+    assert round_1 == [reg_out["version"]], round_1
+
 
 def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:
     cfg = tiny_cfg(
