@@ -16,6 +16,7 @@ manifest is written.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -27,10 +28,11 @@ from distrl_tasks.data.shards import MANIFEST_SUFFIX, read_verified, verify_shar
 from distrl_tasks.runners.trajectory import TRUNCATED, Episode
 
 
-def journal_dir(workdir: str | os.PathLike, round_: int, worker: int) -> Path:
-    """Where (round, worker)'s journal lives: next to the learner state, outside the shard
-    directory that the version stage hands to DVC."""
-    return Path(workdir) / "runs" / "collect-journal" / f"r{round_:06d}-w{worker:02d}"
+def journal_dir(shard_dir: str | os.PathLike, round_: int, worker: int, split: str) -> Path:
+    """Where (round, worker, split)'s journal lives: a hidden folder beside the shards it will
+    become (shard readers look at files only, never into folders), so it is on the same disk
+    as they are, wherever the retry runs."""
+    return Path(shard_dir) / ".journal" / f"r{round_:06d}-w{worker:02d}-{split}"
 
 
 def _entry_name(trajectory_id: str) -> str:
@@ -101,8 +103,11 @@ class EpisodeJournal:
         return kept
 
     def clear(self) -> None:
-        """Remove the journal (the round's shards and manifest hold everything now)."""
+        """Remove the journal (the round's shards and manifest hold everything now), and the
+        ``.journal`` folder with it once no other journal is in it."""
         shutil.rmtree(self.directory, ignore_errors=True)
+        with contextlib.suppress(OSError):  # not empty: another worker's journal is in it
+            self.directory.parent.rmdir()
 
 
 def episode_from_rows(rows: Sequence[dict]) -> Episode:

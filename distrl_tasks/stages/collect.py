@@ -243,7 +243,7 @@ def run(
             policy, policy_version = behavior_policy(cfg, workdir)
         pol = _policy(cfg, policy, seed=cfg.sim.seed + round)
         dim, gamma = image_feature_dim(cfg.agent), cfg.algorithm.gamma
-        journal = EpisodeJournal(journal_dir(workdir, round, worker), round, dim, gamma)
+        journal = EpisodeJournal(journal_dir(out, round, worker, split), round, dim, gamma)
         planned = {
             trajectory_id(round, serial, k): goal
             for serial, planned_goals in plan.items()

@@ -157,7 +157,7 @@ def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
         tis = cluster.task_instances("distrl_round", "cluster_round1")
         return next((t["state"] for t in tis if t["task_id"] == task_id), None)
 
-    journal = cluster.workdir / "runs" / "collect-journal" / "r000001-w00"
+    journal = cluster.workdir / "data" / "trajectories" / "raw" / ".journal" / "r000001-w00-train"
     cluster.wait_until("collect to run", lambda: ti_state("collect") == "running", 600)
     # kill once an episode is finished (journaled), so the retry has something to keep
     deadline = time.monotonic() + 300

@@ -52,7 +52,7 @@ def _journaled(directory: Path) -> dict[str, str]:
 @pytest.mark.parametrize("mode", ["async", "sync"])
 def test_retry_after_sigkill_keeps_every_finished_trajectory_exactly_once(mode, tmp_path) -> None:
     cfg = config_from_dict(SETTINGS)
-    journal = journal_dir(tmp_path, 1, 0)
+    journal = journal_dir(collect.raw_dir(cfg, tmp_path), 1, 0, "train")
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, json.dumps(SETTINGS), str(tmp_path), mode, str(EPISODES)],
         env={**os.environ, "OMP_NUM_THREADS": "1"},
@@ -96,7 +96,7 @@ def test_retry_after_sigkill_keeps_every_finished_trajectory_exactly_once(mode, 
     assert len(first_started) == 2 * EPISODES
     # kept as the killed attempt collected them, not collected again
     assert {tid: first_started[tid] for tid in before} == before
-    assert not journal.exists(), "the journal outlived the round's manifest"
+    assert not journal.parent.exists(), "the journal outlived the round's manifest"
 
 
 def _one_episode(tmp_path: Path, cfg: Config, goal: str):
