@@ -26,13 +26,13 @@ Finished runs are cached per run directory (named by a hash of its settings): an
 benchmark resumes; ``fresh=True`` starts over (do that after changing the code). Runs go seed by
 seed (every method at seed 0, then at seed 1, ...), so a partial benchmark compares the methods.
 
-Duration on the 2-core machine (measured; evaluations on up to 32 devices). Smoke preset: ~2
-min (bootstrap ~25 s, ~20 s budget + ~5 s final evaluation per run). Full preset (3 methods x
-2 task sets x 3 seeds, 300 s budget, 96 test + 32 train tasks): the SFT bootstraps take ~5 min
-(General) and ~6 min (WebShop); a run's rounds take 230-305 s of its 300 s budget, then its
-final evaluation 90-135 s (General; WebShop's horizon of 20 makes it 110-155 s): 6-7.5 min per
-run, ~2 h 10 min in all (2026-11-23: 101 min with three WebShop runs and its SFT cached). One
-seed of one task set takes ~25 min.
+Duration on the 2-core machine (measured 2026-11-24, fast decoder, evaluations on up to 32
+devices). Smoke preset: ~2 min. Full preset (3 methods x 2 task sets x 3 seeds, 900 s budget,
+96 test + 32 train tasks, reference evaluations under ``static`` and ``hostile``): the SFT
+bootstraps take ~2.5 min (General) and ~3 min (WebShop); a General run is its 900 s budget
+plus ~25 s of final evaluation (a synchronous round takes ~30 s there, so DigiRL and Filtered BC
+publish ~29 versions); one seed of one task set takes ~47 min, and the whole preset about six
+hours, which is meant to run in parts (``--seeds``/``--task-sets``) that the run cache joins.
 """
 
 from __future__ import annotations
