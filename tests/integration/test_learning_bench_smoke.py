@@ -127,7 +127,8 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     report_finished(ref, tmp_path / "bench", reference=True, log=lines.append)
     evaluated = [line for line in lines if line.startswith("[static]")]
     assert len(evaluated) == 1 + 3, evaluated  # the SFT policy and each run's final policy
-    row = next(line for line in lines if line.startswith("| DistRL |")).split("|")
+    printed = "\n".join(lines).splitlines()
+    row = next(line for line in printed if line.startswith("| DistRL |")).split("|")
     live = f"{100 * out.records[0].final['test']:.1f}"
     assert row[2].strip().startswith(live), row  # the live column is the run's own score
     assert re.fullmatch(r"\d+\.\d ± \d+\.\d", row[3].strip()), row  # measured under static
