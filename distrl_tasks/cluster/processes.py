@@ -1,9 +1,10 @@
 """Start, watch and stop the cluster's processes: one process group each, recorded on disk.
 
-Each service runs in its own session (its children, e.g. Celery's pool and the task processes,
-share its process group). ``state.json`` records pid, port and log of what ``up`` started, so
-``down`` signals exactly those groups, and only while the pid still runs the recorded command
-(a recycled pid is never signalled).
+Each service runs in its own session. Its children share that session but not always its process
+group: Airflow's task supervisor puts each task process in a group of its own. ``state.json``
+records pid, port and log of what ``up`` started, so ``down`` signals exactly those sessions
+(every process group in them), and only while the pid still runs the recorded command (a
+recycled pid is never signalled); a dead leader's leftover members are killed too.
 """
 
 from __future__ import annotations
@@ -116,19 +117,38 @@ def stop(run: Running, sig: int = signal.SIGTERM, grace_s: float = 30.0) -> bool
 
 
 def _wait_group_gone(pgid: int, timeout: float) -> None:
-    """Give the killed group's members (e.g. task processes) a moment to disappear."""
+    """Give the killed session's members (e.g. task processes) a moment to disappear."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
-            return
+            if not session_groups(pgid):
+                return
         time.sleep(0.1)
 
 
 def _kill_group(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
+    """Signal the service's process group and every other group of its session (task
+    processes that made a group of their own)."""
+    for pgid in {pid, *session_groups(pid)}:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+
+
+def session_groups(sid: int) -> set[int]:
+    """The process groups of the processes in session ``sid`` (from ``/proc/<pid>/stat``)."""
+    groups = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+        if int(fields[3]) == sid:  # after "(comm)": state, ppid, pgrp, session
+            groups.add(int(fields[2]))
+    return groups
 
 
 def _reap(pid: int) -> None:

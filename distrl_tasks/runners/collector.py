@@ -181,7 +181,15 @@ def collect_async(
     stop = threading.Event()  # the caller is unwinding: devices drop their episode and return
     swap_lock = threading.Lock()
 
+    finished = {e.device.serial: threading.Event() for e in envs}
+
     def device_loop(env: AndroidEnv) -> None:
+        try:
+            run_device(env)
+        finally:
+            finished[env.device.serial].set()
+
+    def run_device(env: AndroidEnv) -> None:
         serial, failures = env.device.serial, 0
         for k, goal in enumerate(goals.get(serial, ())):
             if stop.is_set() or (halt is not None and halt.is_set()):
@@ -236,17 +244,26 @@ def collect_async(
     for t in threads:
         t.start()
     try:
-        for t in threads:
-            t.join()
+        # wait on the devices' own events, waking up often: an interrupt sent without a signal
+        # (_thread.interrupt_main, as notebooks do) is acted on at once, and it never lands
+        # inside Thread.join, which on Python 3.11 can then mark a running thread as stopped
+        for flag in finished.values():
+            while not flag.wait(0.2):
+                pass
     except BaseException:
         # Ctrl-C or SIGTERM while waiting: stop every device at its next step while the
         # inference server and the farm are still up (the caller closes them next), so no
         # thread outlives them and fails on a closed server or a vanished ADB port.
         stop.set()
+        deadline = time.monotonic() + STOP_JOIN_S
+        for flag in finished.values():
+            flag.wait(max(0.0, deadline - time.monotonic()))
         for t in threads:
-            t.join(timeout=STOP_JOIN_S)
+            t.join(timeout=1.0)  # past its event: only the thread's own exit is left
         bar.close()
         raise
+    for t in threads:
+        t.join()
     stats.wall_s = time.monotonic() - start
     bar.close()
     return CollectResult(out, stats)

@@ -28,6 +28,8 @@ import pytest
 from cluster_client import Cluster, distrl, listening_sockets
 from fakes.projects import TINY_PARAMS
 
+from distrl_tasks.cluster.processes import session_groups
+
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 EPISODES = 4  # per device in the faulted round
@@ -242,12 +244,15 @@ def test_round_runs_on_its_queue_workers_and_survives_killed_worker_and_mlflow(
 def _kill_and_restart(
     cluster: Cluster, name: str, down_until: Callable[[], object] | None = None
 ) -> None:
-    """SIGKILL a service's whole process group, keep it down until ``down_until()`` holds (2 s
+    """SIGKILL a service's whole session, keep it down until ``down_until()`` holds (2 s
     without one), then ``distrl cluster up`` restarts it."""
     cluster.refresh()
     old = cluster.service(name)
     assert old["alive"], f"{name} is not running:\n{cluster.logs(name)}"
-    os.killpg(old["pid"], signal.SIGKILL)
+    # the whole worker: its process group and its task processes' own groups (a lost machine)
+    for pgid in {old["pid"], *session_groups(old["pid"])}:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
     time.sleep(2.0)
     if down_until is not None:
         cluster.wait_until(f"a consequence of {name} being down", down_until, 300)

@@ -157,3 +157,29 @@ def test_cli_status_and_down_without_a_cluster(tmp_path: Path, capsys) -> None:
     assert "--dags" in capsys.readouterr().err
     assert main(["airflow", "--workdir", str(tmp_path), "--pool-slots", "0"]) == 1
     assert "--pool-slots: must be >= 1" in capsys.readouterr().err
+
+
+def test_stop_reaches_children_that_left_the_group_as_airflow_task_processes_do(
+    tmp_path: Path,
+) -> None:
+    # the child makes a process group of its own inside the service's session, as Airflow's task
+    # supervisor does for every task process; it would outlive a stop of the service's group
+    child = "import os, time; os.setpgid(0, 0); time.sleep(60)"
+    script = (
+        "import subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(60)"
+    )
+    run = processes.start(
+        "worker", [sys.executable, "-c", script], {}, tmp_path / "w.log", tmp_path, None
+    )
+    deadline = time.monotonic() + 10
+    while len(processes.session_groups(run.pid)) < 2:
+        assert time.monotonic() < deadline, "the child never made its own group"
+        time.sleep(0.1)
+    (own,) = processes.session_groups(run.pid) - {run.pid}
+    assert processes.stop(run, sig=signal.SIGTERM, grace_s=10)
+    assert not run.alive()
+    deadline = time.monotonic() + 5
+    while processes.session_groups(run.pid):
+        assert time.monotonic() < deadline, f"group {own} of the session outlived the stop"
+        time.sleep(0.1)
