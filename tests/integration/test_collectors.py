@@ -5,6 +5,7 @@ from __future__ import annotations
 import _thread
 import dataclasses
 import math
+import signal
 import threading
 
 import pandas as pd
@@ -277,10 +278,27 @@ class InterruptingPolicy(ScriptedPolicy):
 
 def test_interrupted_async_collection_stops_its_devices_before_unwinding() -> None:
     goals = GOALS * 4  # far more work than happens before the interrupt
-    with running_farm(devices=2, seed=0) as farm:
-        envs = envs_for(farm)
-        server = InferenceServer(InterruptingPolicy(at=3), 0, max_batch=2, max_wait_ms=5)
-        with server, pytest.raises(KeyboardInterrupt):
-            collect_async(envs, server, {s: goals for s in farm.serials}, round_=0, progress=False)
-        # every device thread returned while the server and the farm were still up
-        assert not [t.name for t in threading.enumerate() if t.name.startswith("collect-")]
+    policy = InterruptingPolicy(at=3)
+    # Ctrl-C's meaning, whatever an earlier test in this process left as the SIGINT handler
+    # (interrupt_main does nothing unless Python handles SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with running_farm(devices=2, seed=0) as farm:
+            envs = envs_for(farm)
+            server = InferenceServer(policy, 0, max_batch=2, max_wait_ms=5)
+            interrupted = False
+            with server:
+                try:
+                    plan = {s: goals for s in farm.serials}
+                    collect_async(envs, server, plan, round_=0, progress=False)
+                except KeyboardInterrupt:
+                    interrupted = True
+            assert interrupted, (
+                f"no KeyboardInterrupt: the policy was called {policy.calls} times "
+                f"(interrupts at call {policy.at}); SIGINT handler before the test: {previous!r}"
+            )
+            # every device thread returned while the server and the farm were still up
+            assert not [t.name for t in threading.enumerate() if t.name.startswith("collect-")]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert policy.calls < 2 * len(goals), "the interrupt did not stop the collection early"
