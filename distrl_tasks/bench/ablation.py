@@ -60,11 +60,33 @@ class Arm:
     overrides: Mapping[str, Any]
 
 
-def arms(parts: Sequence[str] = PARTS) -> list[Arm]:
-    """The arms of the requested parts (see the module docstring)."""
+def arms(parts: Sequence[str] = PARTS, names: Sequence[str] | None = None) -> list[Arm]:
+    """The arms of the requested parts (see the module docstring), in a fixed order.
+
+    Args:
+        parts: which parts of the ablation.
+        names: only these arms (e.g. ``distrl-windows_4``), so the ablation can run in parts
+            that the run cache joins; ``None`` keeps every arm of ``parts``.
+
+    Raises:
+        ValueError: an unknown part, or a name that is no arm of ``parts``.
+    """
     unknown = [p for p in parts if p not in PARTS]
     if unknown or not parts:
         raise ValueError(f"parts must be some of {PARTS}, got {list(parts)}")
+    out = _all_arms(parts)
+    if names is None:
+        return out
+    known = {a.name for a in out}
+    missing = [n for n in names if n not in known]
+    if missing or not names:
+        raise ValueError(
+            f"arms must be some of {sorted(known)} (parts {', '.join(parts)}), got {list(names)}"
+        )
+    return [a for a in out if a.name in set(names)]
+
+
+def _all_arms(parts: Sequence[str]) -> list[Arm]:
     out: list[Arm] = []
     if "factorial" in parts:
         for collection, method in itertools.product(
@@ -120,6 +142,7 @@ def run_ablation(
     base: LearningBenchSettings,
     *,
     parts: Sequence[str] = PARTS,
+    arm_names: Sequence[str] | None = None,
     lrs: Sequence[float] = DEFAULT_LRS,
     workdir: str | os.PathLike = "runs/learning-bench",
     results_file: str | os.PathLike | None = "benchmarks/RESULTS.md",
@@ -134,6 +157,7 @@ def run_ablation(
 
     if not lrs or any(not lr > 0 for lr in lrs):
         raise ValueError(f"lrs must be positive learning rates, got {list(lrs)}")
+    selected = arms(parts, arm_names)
     root = Path(workdir).resolve()
     if fresh:
         shutil.rmtree(root, ignore_errors=True)
@@ -143,7 +167,7 @@ def run_ablation(
     try:
         sft = {ts: bootstrap_sft(base, ts, root, log=log) for ts in base.task_sets}
         results = []
-        for arm in arms(parts):
+        for arm in selected:
             records: dict[float, list[RunRecord]] = {}
             for lr in lrs:
                 settings = arm_settings(base, arm, lr)
@@ -159,7 +183,7 @@ def run_ablation(
     wall = time.perf_counter() - started
     table = ablation_table(results, {ts: p.success["test"] for ts, p in sft.items()})
     if results_file is not None:
-        section = _section(table, base, lrs, parts, command, wall)
+        section = _section(table, base, lrs, selected, command, wall)
         path = Path(results_file)
         text = path.read_text() if path.is_file() else "# Benchmark results\n"
         path.write_text(replace_section(text, section, (START_MARK, END_MARK)))
@@ -191,23 +215,33 @@ def _section(
     table: str,
     base: LearningBenchSettings,
     lrs: Sequence[float],
-    parts: Sequence[str],
+    selected: Sequence[Arm],
     command: str,
     wall_s: float,
 ) -> str:
     m = machine_info()
+    everything = len(selected) == len(arms())
+    scope = (
+        "every arm"
+        if everything
+        else f"{len(selected)} of the {len(arms())} arms ({', '.join(a.name for a in selected)})"
+    )
+    lr_text = (
+        f"lm_lr searched over {', '.join(f'{x:g}' for x in lrs)} (chosen by train success)"
+        if len(lrs) > 1
+        else f"lm_lr {lrs[0]:g} only (no learning-rate search)"
+    )
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join(
         [
             START_MARK,
             "## Ablation (issue 21)",
             "",
-            f"`{command}` — {date}, {m['cpu']}, {m['nproc']} CPUs "
-            "(shared with other work while it ran), preset "
-            f"`{base.preset}`: parts {', '.join(parts)}; task sets {', '.join(base.task_sets)}; "
+            f"`{command}` — {date}, {m['cpu']}, {m['nproc']} CPUs, preset "
+            f"`{base.preset}`: {scope}; task sets {', '.join(base.task_sets)}; "
             f"seeds {', '.join(map(str, base.seeds))}; {base.budget_s:.0f} s per run on "
-            f"{base.devices} devices; lm_lr searched over {', '.join(f'{x:g}' for x in lrs)} "
-            f"(chosen by train success); {wall_s / 60:.1f} min in all.",
+            f"{base.devices} devices; {lr_text}; this invocation took {wall_s / 60:.1f} min "
+            "(runs cached by an earlier invocation or the learning benchmark are reused).",
             "",
             table,
             "",

@@ -328,8 +328,9 @@ def describe_settings(
         f"data regime `{a.mode}`"
         + (
             " (round 0, inside the budget: the SFT policy's offline dataset, then "
-            f"{a.offline_critic_steps} critic-only and {a.offline_actor_steps} actor steps; its "
-            "trajectories are not counted as collected)"
+            + _prefit_text(a.critic_prefit)
+            + f"{a.offline_critic_steps} critic-only and {a.offline_actor_steps} actor steps; "
+            "its trajectories are not counted as collected)"
             if a.mode != "online"
             else ""
         ),
@@ -340,8 +341,22 @@ def describe_settings(
         f"config's, untuned and the same for all (actor_epochs {a.actor_epochs}, critic_epochs "
         f"{a.critic_epochs}, batch_size {a.batch_size}, lm_lr {a.lm_lr}, gamma {a.gamma}, "
         f"filter_top_fraction {a.filter_top_fraction} for DigiRL and Filtered BC)",
+        f"DistRL's A-RIDE form: advantage `{a.distrl.advantage}`, actor windows from the top "
+        f"{a.distrl.top_p:g} of trajectories by return, {a.distrl.windows} windows per "
+        f"optimizer step, window starts `{a.distrl.window_start}`, entropy `{a.distrl.entropy}`",
         f"config overrides for every run: {overrides}",
     ]
+
+
+def _prefit_text(prefit: Any) -> str:
+    """How round 0 fits a fresh critic before its fixed steps (empty when the pre-fit is off)."""
+    if not prefit.enabled:
+        return ""
+    bias = "output bias at the mean target, then " if prefit.bias_init else ""
+    return (
+        f"a critic pre-fit ({bias}critic-only steps until the loss plateaus, "
+        f"{prefit.min_steps}-{prefit.max_steps} steps), then "
+    )
 
 
 def format_minutes(seconds: float) -> str:

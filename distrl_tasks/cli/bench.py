@@ -134,12 +134,17 @@ def _floats(text: str) -> tuple[float, ...]:
 
 def run_ablation_command(args: argparse.Namespace) -> int:
     """``distrl bench ablation``: the factorial and the A-RIDE variants (issue 21)."""
-    from distrl_tasks.bench.ablation import DEFAULT_LRS, run_ablation
+    from distrl_tasks.bench.ablation import DEFAULT_LRS, arms, run_ablation
 
     settings = settings_from_args(args)
+    try:
+        arms(args.parts, args.arms)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     run_ablation(
         settings,
         parts=args.parts,
+        arm_names=args.arms,
         lrs=args.lrs or DEFAULT_LRS,
         workdir=args.workdir,
         results_file=None if args.no_results else args.results_file,
@@ -174,6 +179,12 @@ def add_bench_commands(sub: argparse._SubParsersAction) -> None:
     add_learning_arguments(ablation)
     ablation.add_argument(
         "--parts", type=_csv, default=("factorial", "variants"), help="factorial,variants"
+    )
+    ablation.add_argument(
+        "--arms",
+        type=_csv,
+        help="only these arms, e.g. distrl-configured,distrl-windows_4 (default: every arm of "
+        "--parts); the run cache joins invocations",
     )
     ablation.add_argument(
         "--lrs", type=_floats, help="algorithm.lm_lr grid, comma-separated (default 3e-6,1e-5,3e-5)"

@@ -250,3 +250,48 @@ def test_ablation_arms_force_collection_and_pick_the_lr_by_train_success() -> No
     assert "distrl-signed" in table and "| 3e-05 |" in table and "10.0%" in table
     with pytest.raises(ValueError, match="parts"):
         arms(["bogus"])
+
+
+def test_ablation_runs_in_parts_by_arm_name() -> None:
+    from distrl_tasks.bench.ablation import _section, arms
+    from distrl_tasks.cli.bench import run_ablation_command
+    from distrl_tasks.cli.main import build_parser
+    from distrl_tasks.config import ConfigError
+
+    picked = arms(["variants"], ["distrl-windows_4", "distrl-configured"])
+    assert [a.name for a in picked] == ["distrl-configured", "distrl-windows_4"]  # fixed order
+    assert picked[1].overrides == {"algorithm.distrl.windows": 4}
+    assert len(arms(["factorial", "variants"], None)) == 12
+    section = _section("TABLE", LearningBenchSettings.smoke(), (1e-5,), picked, "cmd", 60.0)
+    assert "2 of the 12 arms (distrl-configured, distrl-windows_4)" in section
+    assert "lm_lr 1e-05 only (no learning-rate search)" in section and "TABLE" in section
+    with pytest.raises(ValueError, match="distrl-windows_4"):  # a variant is not a factorial arm
+        arms(["factorial"], ["distrl-windows_4"])
+    with pytest.raises(ValueError, match="arms must be"):
+        arms(["variants"], [])
+    args = build_parser().parse_args(
+        ["bench", "ablation", "--smoke", "--parts", "variants", "--arms", "distrl-windws_4"]
+    )
+    assert args.arms == ("distrl-windws_4",)
+    with pytest.raises(ConfigError, match="distrl-windws_4"):  # stops before any run starts
+        run_ablation_command(args)
+
+
+def test_settings_lines_describe_round_0_and_the_aride_form() -> None:
+    from distrl_tasks.bench.report import describe_settings
+
+    smoke = LearningBenchSettings.smoke()
+    cfg = run_config(smoke, "general", method="distrl")
+    text = "\n".join(describe_settings(smoke, {"general": 7}, cfg.algorithm, 4))
+    p = cfg.algorithm.critic_prefit
+    a = cfg.algorithm
+    assert (
+        f"a critic pre-fit (output bias at the mean target, then critic-only steps until the "
+        f"loss plateaus, {p.min_steps}-{p.max_steps} steps), then {a.offline_critic_steps} "
+        f"critic-only and {a.offline_actor_steps} actor steps" in text
+    )
+    assert f"{a.distrl.windows} windows per optimizer step" in text
+    assert f"advantage `{a.distrl.advantage}`" in text
+    off = dataclasses.replace(a, critic_prefit=dataclasses.replace(p, enabled=False))
+    text = "\n".join(describe_settings(smoke, {"general": 7}, off, 4))
+    assert "pre-fit" not in text and f"then {a.offline_critic_steps} critic-only" in text
