@@ -1,8 +1,10 @@
 """Shared fixtures: a simulated device farm served over ADB on a free loopback port, and one
-torch thread for the modules that run tiny models."""
+torch thread for the modules that run tiny models; and a guard that keeps one test's signal
+handlers from reaching the next."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -35,3 +37,30 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# Signals whose Python-level handlers later tests depend on (SIGINT: ``_thread.interrupt_main``
+# only raises KeyboardInterrupt under Python's default handler).
+_GUARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_signal_leaks: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Restore SIGINT/SIGTERM handlers a test (or a fixture it tore down) left changed, and
+    name that test in the summary, so a leak is found where it happens, not where it bites."""
+    before = {sig: signal.getsignal(sig) for sig in _GUARDED_SIGNALS}
+    yield
+    for sig, handler in before.items():
+        now = signal.getsignal(sig)
+        if now != handler:
+            signal.signal(sig, handler)
+            name = signal.Signals(sig).name
+            _signal_leaks.append(f"{item.nodeid}: {name} handler {handler!r} -> {now!r}")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _signal_leaks:
+        terminalreporter.section("signal handlers left changed by tests (restored after each)")
+        for line in _signal_leaks:
+            terminalreporter.write_line(line)
