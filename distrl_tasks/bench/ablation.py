@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks.bench.describe import machine_info
 from distrl_tasks.bench.records import RunRecord
-from distrl_tasks.bench.report import machine_info, replace_section
+from distrl_tasks.bench.report import replace_section
 from distrl_tasks.bench.setup import LearningBenchSettings, bootstrap_sft
 
 DEFAULT_LRS = (3e-6, 1e-5, 3e-5)

@@ -49,14 +49,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks.bench.describe import describe_settings, machine_info
 from distrl_tasks.bench.profiles import SFT, evaluate_profiles, profiles_table
+from distrl_tasks.bench.records import RoundPoint, RunRecord
 from distrl_tasks.bench.report import (
     METHOD_LABELS,
-    RoundPoint,
-    RunRecord,
-    describe_settings,
     evaluate_targets,
-    machine_info,
     plot_curves,
     replace_section,
     results_section,

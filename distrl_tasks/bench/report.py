@@ -4,7 +4,8 @@ Everything here is pure (records in, text or PNG files out), so it is unit-teste
 records; :mod:`distrl_tasks.bench.learning` produces the records. The records themselves
 (:class:`RunRecord`, :class:`RoundPoint`) and the step functions that read them at a wall time
 (:func:`step_at`, :func:`trajectories_at`, :func:`success_at`, :func:`curve`, ...) live in
-:mod:`distrl_tasks.bench.records` and are re-exported here.
+:mod:`distrl_tasks.bench.records`; the settings and machine lines in
+:mod:`distrl_tasks.bench.describe`.
 
 Conventions:
 
@@ -26,16 +27,7 @@ from typing import Any
 
 import numpy as np
 
-# Moved to learning_records; imported back so `from learning_report import X` keeps working.
-from distrl_tasks.bench.records import (
-    RoundPoint,  # noqa: F401
-    RunRecord,
-    cumulative,  # noqa: F401
-    curve,
-    step_at,  # noqa: F401
-    success_at,  # noqa: F401
-    trajectories_at,
-)
+from distrl_tasks.bench.records import RunRecord, curve, trajectories_at
 
 METHOD_LABELS = {"distrl": "DistRL", "digirl": "DigiRL", "filtered_bc": "Filtered BC"}
 TASK_SET_LABELS = {"general": "General", "webshop": "WebShop"}
@@ -267,96 +259,6 @@ def replace_section(text: str, section: str, marks: tuple[str, str] | None = Non
         return text[:start] + section.rstrip() + text[end + len(end_mark) :]
     head = text.rstrip("\n") + "\n\n" if text.strip() else ""
     return head + section.rstrip() + "\n"
-
-
-def machine_info() -> dict[str, Any]:
-    """CPU count, CPU model (``/proc/cpuinfo``), Python and torch versions."""
-    import platform
-
-    model = platform.processor() or "unknown"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    try:
-        import torch
-
-        torch_version = torch.__version__
-    except ImportError:  # pragma: no cover - torch is a dependency of the benchmark
-        torch_version = "-"
-    return {
-        "nproc": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count(),
-        "cpu": model,
-        "python": platform.python_version(),
-        "torch": torch_version,
-    }
-
-
-def describe_settings(
-    s: Any, sft_steps: Mapping[str, int], algorithm: Any, eval_devices: int
-) -> list[str]:
-    """The settings lines of the RESULTS.md section.
-
-    Args:
-        s: the benchmark settings (:class:`~distrl_tasks.bench.setup.LearningBenchSettings`).
-        sft_steps: SFT optimizer steps of each task set's bootstrap policy.
-        algorithm: the runs' ``algorithm`` config section (the same for every method).
-        eval_devices: most simulated devices an evaluation spreads its tasks over.
-    """
-    a = algorithm
-    steps = ", ".join(f"{ts} {n}" for ts, n in sft_steps.items())
-    overrides = ", ".join(f"`{k}={v}`" for k, v in sorted(s.overrides.items())) or "none"
-    return [
-        f"preset `{s.preset}`; methods {', '.join(METHOD_LABELS[m] for m in s.methods)}; task "
-        f"sets {', '.join(s.task_sets)}; seeds {', '.join(map(str, s.seeds))} (`sim.seed`); "
-        f"{s.threads} torch thread(s)",
-        f"budget {s.budget_s:.0f} s of wall clock per run, from the run's device farm being up "
-        "(a round is learned while it is expected to end in time; the evaluated policy is the "
-        "last one registered within the budget, the SFT policy if none)",
-        f"{s.devices} simulated devices, {s.episodes_per_device} episodes per device per round, "
-        f"emulator-calibrated latency x {s.time_scale} during the rounds, faults off",
-        f"per-round evaluation (inside the budget, latency on): first {s.round_eval_tasks} "
-        f"test tasks; final (latency off): first {s.eval_test} test tasks in file order, "
-        f"{s.eval_train} train tasks sampled with seed 0; greedy decoding, oracle verdicts, "
-        f"up to {eval_devices} devices per evaluation (one per task)",
-        f"SFT: one bootstrap policy per task set, shared by all methods and seeds (SFT steps: "
-        f"{steps})",
-        f"data regime `{a.mode}`"
-        + (
-            " (round 0, inside the budget: the SFT policy's offline dataset, then "
-            + _prefit_text(a.critic_prefit)
-            + f"{a.offline_critic_steps} critic-only and {a.offline_actor_steps} actor steps; "
-            "its trajectories are not counted as collected)"
-            if a.mode != "online"
-            else ""
-        ),
-        "methods: DistRL = `distrl` with asynchronous rounds (async collection overlapped with "
-        "learning: the actors collect back to back, each learner round takes every collection "
-        "finished since the last); DigiRL = `digirl` and Filtered BC = `filtered_bc` "
-        "with synchronous rounds (lockstep collection, then learning); hyperparameters are the "
-        f"config's, untuned and the same for all (actor_epochs {a.actor_epochs}, critic_epochs "
-        f"{a.critic_epochs}, batch_size {a.batch_size}, lm_lr {a.lm_lr}, gamma {a.gamma}, "
-        f"filter_top_fraction {a.filter_top_fraction} for DigiRL and Filtered BC)",
-        f"DistRL's A-RIDE form: advantage `{a.distrl.advantage}`, actor windows from the top "
-        f"{a.distrl.top_p:g} of trajectories by return, {a.distrl.windows} windows per "
-        f"optimizer step, window starts `{a.distrl.window_start}`, entropy `{a.distrl.entropy}`",
-        f"config overrides for every run: {overrides}",
-    ]
-
-
-def _prefit_text(prefit: Any) -> str:
-    """How round 0 fits a fresh critic before its fixed steps (empty when the pre-fit is off)."""
-    if not prefit.enabled:
-        return ""
-    bias = "output bias at the mean target, then " if prefit.bias_init else ""
-    return (
-        f"a critic pre-fit ({bias}critic-only steps until the loss plateaus, "
-        f"{prefit.min_steps}-{prefit.max_steps} steps), then "
-    )
 
 
 def format_minutes(seconds: float) -> str:

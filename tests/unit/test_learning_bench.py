@@ -9,8 +9,9 @@ import math
 import pytest
 from PIL import Image
 
+from distrl_tasks.bench import records as recs
 from distrl_tasks.bench import report as rep
-from distrl_tasks.bench.report import RoundPoint, RunRecord
+from distrl_tasks.bench.records import RoundPoint, RunRecord
 from distrl_tasks.bench.setup import LearningBenchSettings, run_config, sft_key
 
 
@@ -59,25 +60,25 @@ def test_results_table_has_the_papers_shape() -> None:
 
 def test_step_functions_and_cumulative_counts() -> None:
     points = [(10.0, 0.5), (0.0, 0.1), (20.0, 0.9)]
-    assert rep.step_at(points, -1.0, initial=0.05) == 0.05
-    assert rep.step_at(points, 0.0) == 0.1
-    assert rep.step_at(points, 19.9) == 0.5
-    assert rep.step_at(points, 20.0) == 0.9
-    assert rep.cumulative([(5.0, 4), (1.0, 2), (9.0, 4)]) == [(1.0, 2.0), (5.0, 6.0), (9.0, 10.0)]
+    assert recs.step_at(points, -1.0, initial=0.05) == 0.05
+    assert recs.step_at(points, 0.0) == 0.1
+    assert recs.step_at(points, 19.9) == 0.5
+    assert recs.step_at(points, 20.0) == 0.9
+    assert recs.cumulative([(5.0, 4), (1.0, 2), (9.0, 4)]) == [(1.0, 2.0), (5.0, 6.0), (9.0, 10.0)]
     r = record("distrl", 0, 0.0, collections=[(5.0, 4), (1.0, 2), (120.0, 4)])
-    assert rep.trajectories_at(r, 0.5) == 0 and rep.trajectories_at(r, 100.0) == 6
+    assert recs.trajectories_at(r, 0.5) == 0 and recs.trajectories_at(r, 100.0) == 6
 
 
 def test_curves_average_over_seeds() -> None:
     a = record("distrl", 0, 0, rounds=[RoundPoint(1, 10.0, 5.0, 4, 0.5)])
     b = record("distrl", 1, 0, rounds=[RoundPoint(1, 20.0, 5.0, 4, 0.3)])
-    mean, std = rep.curve([a, b], [0.0, 10.0, 20.0], "success", initial=0.1)
+    mean, std = recs.curve([a, b], [0.0, 10.0, 20.0], "success", initial=0.1)
     assert mean.tolist() == pytest.approx([0.1, 0.3, 0.4])  # (0.5+0.1)/2, (0.5+0.3)/2
     assert std.tolist() == pytest.approx([0.0, math.sqrt(0.08), math.sqrt(0.02)])
-    one, zero = rep.curve([a], [0.0, 10.0], "success")
+    one, zero = recs.curve([a], [0.0, 10.0], "success")
     assert one.tolist() == [0.0, 0.5] and zero.tolist() == [0.0, 0.0]
     with pytest.raises(ValueError):
-        rep.curve([a], [0.0], "loss")
+        recs.curve([a], [0.0], "loss")
 
 
 def test_rounds_in_budget_and_json_round_trip() -> None:
@@ -278,7 +279,7 @@ def test_ablation_runs_in_parts_by_arm_name() -> None:
 
 
 def test_settings_lines_describe_round_0_and_the_aride_form() -> None:
-    from distrl_tasks.bench.report import describe_settings
+    from distrl_tasks.bench.describe import describe_settings
 
     smoke = LearningBenchSettings.smoke()
     cfg = run_config(smoke, "general", method="distrl")
