@@ -199,15 +199,19 @@ def ablation_table(results: Sequence[ArmResult], sft_test: Mapping[str, float]) 
         f"SFT test success: {sft}",
         "",
         "| part | arm | lm_lr (by train) | runs | test (mean) | test spread | train | "
-        "trajectories | rounds |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "trajectories | rounds | every lm_lr: train / test |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
         s = res.summary()
+        every = ", ".join(
+            f"{lr:g}: {res._mean(lr, 'train'):.1%} / {res._mean(lr, 'test'):.1%}"
+            for lr in sorted(res.records)
+        )
         lines.append(
             f"| {s['part']} | {s['arm']} | {s['lr']:g} | {s['runs']} | {s['test_mean']:.1%} | "
             f"{s['test_spread']:.1%} | {s['train_mean']:.1%} | {s['trajectories']:.0f} | "
-            f"{s['rounds']:.1f} |"
+            f"{s['rounds']:.1f} | {every} |"
         )
     return "\n".join(lines)
 

@@ -249,6 +249,7 @@ def test_ablation_arms_force_collection_and_pick_the_lr_by_train_success() -> No
     assert res.best_lr == 3e-5 and res.summary()["test_mean"] == 0.1
     table = ablation_table([res], {"general": 0.25})
     assert "distrl-signed" in table and "| 3e-05 |" in table and "10.0%" in table
+    assert "| 1e-05: 20.0% / 90.0%, 3e-05: 40.0% / 10.0% |" in table  # every rate, shown
     with pytest.raises(ValueError, match="parts"):
         arms(["bogus"])
 
