@@ -279,8 +279,9 @@ class InterruptingPolicy(ScriptedPolicy):
 def test_interrupted_async_collection_stops_its_devices_before_unwinding() -> None:
     goals = GOALS * 4  # far more work than happens before the interrupt
     policy = InterruptingPolicy(at=3)
-    # Ctrl-C's meaning, whatever an earlier test in this process left as the SIGINT handler
-    # (interrupt_main does nothing unless Python handles SIGINT)
+    # Ctrl-C's meaning, whatever the process started with: interrupt_main does nothing unless
+    # Python handles SIGINT, and a background job of a non-interactive shell (CI started with
+    # `&`) starts with SIGINT ignored, so Python installs no handler of its own
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with running_farm(devices=2, seed=0) as farm:
