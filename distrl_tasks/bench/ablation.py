@@ -84,7 +84,8 @@ def arms(parts: Sequence[str] = PARTS, names: Sequence[str] | None = None) -> li
         raise ValueError(
             f"arms must be some of {sorted(known)} (parts {', '.join(parts)}), got {list(names)}"
         )
-    return [a for a in out if a.name in set(names)]
+    wanted = set(names)
+    return [a for a in out if a.name in wanted]
 
 
 def _all_arms(parts: Sequence[str]) -> list[Arm]:
@@ -115,13 +116,14 @@ class ArmResult:
     arm: Arm
     records: dict[float, list[RunRecord]]  # lr -> runs (seeds x task sets)
 
-    def _mean(self, lr: float, split: str) -> float:
+    def mean(self, lr: float, split: str) -> float:
+        """Mean success on ``split`` over the runs at learning rate ``lr``."""
         return statistics.fmean(r.final[split] for r in self.records[lr])
 
     @property
     def best_lr(self) -> float:
         """The rate with the best mean train success (ties: the smaller rate)."""
-        return max(sorted(self.records), key=lambda lr: (self._mean(lr, "train"), -lr))
+        return max(sorted(self.records), key=lambda lr: (self.mean(lr, "train"), -lr))
 
     def summary(self) -> dict[str, Any]:
         runs = self.records[self.best_lr]
@@ -133,7 +135,7 @@ class ArmResult:
             "runs": len(runs),
             "test_mean": statistics.fmean(test),
             "test_spread": (max(test) - min(test)) if len(test) > 1 else 0.0,
-            "train_mean": self._mean(self.best_lr, "train"),
+            "train_mean": self.mean(self.best_lr, "train"),
             "trajectories": statistics.fmean(sum(n for _, n in r.collections) for r in runs),
             "rounds": statistics.fmean(r.rounds_in_budget for r in runs),
         }
@@ -205,7 +207,7 @@ def ablation_table(results: Sequence[ArmResult], sft_test: Mapping[str, float]) 
     for res in results:
         s = res.summary()
         every = ", ".join(
-            f"{lr:g}: {res._mean(lr, 'train'):.1%} / {res._mean(lr, 'test'):.1%}"
+            f"{lr:g}: {res.mean(lr, 'train'):.1%} / {res.mean(lr, 'test'):.1%}"
             for lr in sorted(res.records)
         )
         lines.append(
@@ -225,11 +227,11 @@ def _section(
     wall_s: float,
 ) -> str:
     m = machine_info()
-    everything = len(selected) == len(arms())
+    total = len(arms())
     scope = (
         "every arm"
-        if everything
-        else f"{len(selected)} of the {len(arms())} arms ({', '.join(a.name for a in selected)})"
+        if len(selected) == total
+        else f"{len(selected)} of the {total} arms ({', '.join(a.name for a in selected)})"
     )
     lr_text = (
         f"lm_lr searched over {', '.join(f'{x:g}' for x in lrs)} (chosen by train success)"

@@ -247,9 +247,9 @@ def collect_async(
         # wait on the devices' own events, waking up often: an interrupt sent without a signal
         # (_thread.interrupt_main, as notebooks do) is acted on at once, and it never lands
         # inside Thread.join, which on Python 3.11 can then mark a running thread as stopped
-        for flag in finished.values():
-            while not flag.wait(0.2):
-                pass
+        pending = list(finished.values())
+        while pending:
+            pending = [flag for flag in pending if not flag.wait(0.2)]
     except BaseException:
         # Ctrl-C or SIGTERM while waiting: stop every device at its next step while the
         # inference server and the farm are still up (the caller closes them next), so no
