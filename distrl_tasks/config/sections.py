@@ -171,6 +171,7 @@ class EnvConfig:
     empty_text_penalty: float = 1.0  # DistRL: penalty for TYPE with empty text
     invalid_action_penalty: float = 1.0  # penalty for an unparseable model output
     end_on_invalid: bool = False  # end the episode on unparseable output (DigiRL) or go on
+    prompt_history: int = 1  # previous actions in the policy's prompt (the papers keep 1)
     emulator_bin: str = "emulator"  # Android emulator binary for device_kind = emulator
     avd: str = "distrl_pixel"  # AVD started for device_kind = emulator (devices_per_worker copies)
     avd_snapshot: str = "clean"  # AVD snapshot loaded on every reset (not re-cloned)
@@ -179,6 +180,7 @@ class EnvConfig:
         _check(self.horizon_general >= 1, f"{key}.horizon_general", "must be >= 1")
         _check(self.horizon_webshop >= 1, f"{key}.horizon_webshop", "must be >= 1")
         _check(self.command_timeout_s > 0, f"{key}.command_timeout_s", "must be > 0")
+        _check(self.prompt_history >= 0, f"{key}.prompt_history", "must be >= 0")
         _check(0 < self.adb_port < 65536, f"{key}.adb_port", "must be a TCP port")
 
 

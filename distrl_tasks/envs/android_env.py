@@ -102,7 +102,7 @@ class AndroidEnv:
         capture_ui_xml: also dump the view hierarchy per observation (scripted policies need it).
         end_on_invalid: end the episode on unparsable output (DigiRL does); by default the step
             is penalized and acts as a no-op, so an untrained model still explores.
-        history: previous actions shown in the prompt (the papers keep 1).
+        history: previous actions shown in the prompt (default: ``cfg.prompt_history``).
     """
 
     def __init__(
@@ -115,7 +115,7 @@ class AndroidEnv:
         oracle: bool | None = None,
         capture_ui_xml: bool = True,
         end_on_invalid: bool | None = None,
-        history: int = 1,
+        history: int | None = None,
     ) -> None:
         self.device = device
         self.encoder = encoder
@@ -125,7 +125,7 @@ class AndroidEnv:
         self.oracle = (getattr(device, "kind", "sim") == "sim") if oracle is None else oracle
         self.capture_ui_xml = capture_ui_xml
         self.end_on_invalid = cfg.end_on_invalid if end_on_invalid is None else end_on_invalid
-        self.history = history
+        self.history = cfg.prompt_history if history is None else history
         self.goal = ""
         self.episode_id = ""
         self.steps = 0

@@ -188,7 +188,7 @@ def run(
         dynamics=cfg.sim.dynamics.bootstrap_profile,  # demonstrations: the static world, as AitW
     )
     table = read_shards(out / "demos").select(list(DEMO_COLUMNS))
-    demos = demos_from_rows(table.to_pylist())
+    demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)
     if not demos:
         raise RuntimeError("bootstrap: the expert produced no successful demonstration to clone")
 

@@ -113,7 +113,7 @@ def record_demos(cfg: Config, work: Path, progress: bool) -> tuple[list[Demo], d
             dynamics=cfg.sim.dynamics.bootstrap_profile,  # demonstrations: the static world
         )
         table = read_shards(work / "demos" / task_set).select(list(DEMO_COLUMNS))
-        set_demos = demos_from_rows(table.to_pylist())
+        set_demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)
         demos += set_demos
         stats[task_set] = {
             "trajectories": out["trajectories"],

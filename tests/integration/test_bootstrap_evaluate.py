@@ -127,7 +127,7 @@ def test_more_evaluation_devices_change_no_verdict(tmp_path) -> None:
     assert outcomes[1] == outcomes[4]
 
 
-def constructed_demos() -> list[Demo]:
+def constructed_demos(history: int = 1) -> list[Demo]:
     """Three screens with different expert actions (a tap, typing, a key press)."""
     rng = np.random.default_rng(0)
     rows = []
@@ -154,7 +154,7 @@ def constructed_demos() -> list[Demo]:
             }
         )
     failed = {**rows[0], "trajectory_id": "t1", "reward": 0.0}
-    return demos_from_rows([*rows, failed])
+    return demos_from_rows([*rows, failed], history=history)
 
 
 def test_demos_are_rewritten_mistakes_dropped_failures_skipped() -> None:
@@ -166,6 +166,15 @@ def test_demos_are_rewritten_mistakes_dropped_failures_skipped() -> None:
     assert demos[2].prompt.startswith("Previous Actions: Action Plan: [PRESS_BACK] ;")
     with pytest.raises(ValueError, match="missing columns"):
         demos_from_rows([{"trajectory_id": "x"}])
+
+
+def test_demo_prompts_show_as_many_previous_actions_as_asked() -> None:
+    one, two = constructed_demos(), constructed_demos(history=2)
+    assert [d.target for d in one] == [d.target for d in two]
+    # The third kept step (ENTER) follows TAP, TYPE and the (not imitated) BACK mistake.
+    prev_type, prev_back = two[2].prompt.split(" Goal: ")[0].split("Action Plan: ")[1:]
+    assert prev_type.startswith("[TYPE]") and prev_back.startswith("[PRESS_BACK]")
+    assert one[2].prompt.count("Action Plan:") == 1
 
 
 def key_demos() -> list[Demo]:

@@ -70,6 +70,16 @@ def test_prompt_carries_the_previous_action(env) -> None:
     assert res.started_at <= res.ended_at
 
 
+def test_prompt_history_comes_from_the_env_config(farm) -> None:
+    device = AdbDevice(farm.serials[1], farm.host, farm.port, timeout_s=10)
+    env = AndroidEnv(device, SmallImageEncoder(), EnvConfig(prompt_history=2))
+    env.reset(GOAL)
+    env.step(HOME)
+    prompt = env.step(BACK).observation.prompt
+    assert prompt == f"Previous Actions: {HOME} {BACK} Goal: {GOAL}"
+    assert AndroidEnv(device, SmallImageEncoder(), EnvConfig(), history=0).history == 0
+
+
 def test_repeat_penalty_is_cumulative_and_resets_on_a_new_action(env) -> None:
     env.reset(GOAL)
     penalties = [env.step(a).penalty for a in (HOME, HOME, HOME, BACK, BACK)]
