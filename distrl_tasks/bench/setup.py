@@ -126,8 +126,20 @@ class LearningBenchSettings:
         return {**out, **{f"override.{k}": v for k, v in sorted(self.overrides.items())}}
 
 
+# Config keys added after runs were cached, with the value that reproduces the behaviour from
+# before they existed: at that value a key stays out of the cache key, so adding it keeps the
+# cache. Another value makes a new run as usual.
+NEUTRAL_NEW_KEYS: dict[str, Any] = {"env.prompt_history": 1}
+
+
 def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def _cache_view(cfg: Config) -> dict[str, Any]:
+    """The config's flat values that name a cached result (see ``NEUTRAL_NEW_KEYS``)."""
+    flat = cfg.to_flat_dict()
+    return {k: v for k, v in flat.items() if k not in NEUTRAL_NEW_KEYS or NEUTRAL_NEW_KEYS[k] != v}
 
 
 def run_config(
@@ -185,7 +197,7 @@ class SFTPolicy:
 def sft_key(cfg: Config, settings: LearningBenchSettings) -> str:
     """Cache key of a bootstrap: its config without ``algorithm.*`` (the bootstrap reads no RL
     setting, so tuning an algorithm keeps the cached SFT policy) and the SFT budget."""
-    flat = {k: v for k, v in cfg.to_flat_dict().items() if not k.startswith("algorithm.")}
+    flat = {k: v for k, v in _cache_view(cfg).items() if not k.startswith("algorithm.")}
     return _digest([flat, settings.sft_episodes_per_device, settings.sft_steps])
 
 
@@ -269,5 +281,5 @@ def run_dir(
     """The project directory of one run, named by a hash of everything that shapes its result."""
     cfg = run_config(settings, task_set, method=method, seed=seed)
     evals = (settings.budget_s, settings.eval_test, settings.eval_train)
-    key = _digest([cfg.to_flat_dict(), *evals, str(sft.workdir)])
+    key = _digest([_cache_view(cfg), *evals, str(sft.workdir)])
     return root / f"{task_set}-{method}-s{seed}-{key}"

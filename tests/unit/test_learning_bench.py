@@ -204,6 +204,21 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
     assert sft_key(run_config(smoke, "webshop", latency=False), smoke) != key
 
 
+def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
+    from distrl_tasks.bench.setup import NEUTRAL_NEW_KEYS, _digest, _cache_view
+
+    smoke = LearningBenchSettings.smoke()
+    base = run_config(smoke, "general", latency=False)
+    assert base.env.prompt_history == NEUTRAL_NEW_KEYS["env.prompt_history"]
+    # The key of a config that predates the new key is the key of the same config today.
+    before = {k: v for k, v in base.to_flat_dict().items() if k not in NEUTRAL_NEW_KEYS}
+    assert _cache_view(base) == before
+    assert _digest(_cache_view(base)) == _digest(before)
+    two = dataclasses.replace(base, env=dataclasses.replace(base.env, prompt_history=2))
+    assert _cache_view(two)["env.prompt_history"] == 2
+    assert sft_key(two, smoke) != sft_key(base, smoke)
+
+
 def test_cli_flags_become_settings() -> None:
     from distrl_tasks.cli.bench import settings_from_args
     from distrl_tasks.cli.main import build_parser
