@@ -205,7 +205,7 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
 
 
 def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
-    from distrl_tasks.bench.setup import NEUTRAL_NEW_KEYS, _digest, _cache_view
+    from distrl_tasks.bench.setup import NEUTRAL_NEW_KEYS, _cache_view, _digest
 
     smoke = LearningBenchSettings.smoke()
     base = run_config(smoke, "general", latency=False)
