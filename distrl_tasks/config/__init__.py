@@ -1,7 +1,9 @@
 """The typed configuration: ``load_config(path) -> Config``, the only code that reads YAML.
 
 - :mod:`~distrl_tasks.config.loader`: the :class:`Config` root, loading and ``--set`` overrides.
-- :mod:`~distrl_tasks.config.sections`: one frozen dataclass per section, with its value checks.
+- :mod:`~distrl_tasks.config.sections`: one frozen dataclass per section, with its value checks;
+  :mod:`~distrl_tasks.config.sim_sections` (``sim.*``) and
+  :mod:`~distrl_tasks.config.rl_sections` (nested RL settings) hold the larger nested ones.
 - :mod:`~distrl_tasks.config.typed_yaml`: building dataclasses from YAML against their annotations.
 
 Everything a stage needs is importable from here: ``from distrl_tasks.config import Config``.
@@ -18,15 +20,17 @@ from distrl_tasks.config.sections import (
     AgentConfig,
     AlgorithmConfig,
     DataConfig,
-    DynamicsConfig,
-    DynamicsRatesConfig,
     EnvConfig,
     EvaluatorConfig,
+    OrchestrationConfig,
+    TrackingConfig,
+)
+from distrl_tasks.config.sim_sections import (
+    DynamicsConfig,
+    DynamicsRatesConfig,
     FaultConfig,
     LatencyConfig,
-    OrchestrationConfig,
     SimConfig,
-    TrackingConfig,
 )
 from distrl_tasks.config.typed_yaml import ConfigError, parse_override
 

@@ -24,9 +24,9 @@ from distrl_tasks.config.sections import (
     EnvConfig,
     EvaluatorConfig,
     OrchestrationConfig,
-    SimConfig,
     TrackingConfig,
 )
+from distrl_tasks.config.sim_sections import SimConfig
 from distrl_tasks.config.typed_yaml import (
     ConfigError,
     apply_override,

@@ -12,12 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from distrl_tasks.config.typed_yaml import ConfigError
-
-
-def _check(ok: bool, key: str, msg: str) -> None:
-    if not ok:
-        raise ConfigError(f"{key}: {msg}")
+from distrl_tasks.config.typed_yaml import check as _check
 
 
 @dataclass(frozen=True)

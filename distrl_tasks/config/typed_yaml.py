@@ -23,6 +23,12 @@ class ConfigError(ValueError):
     """A configuration value is missing, unknown, mistyped or impossible."""
 
 
+def check(ok: bool, key: str, msg: str) -> None:
+    """Raise a :class:`ConfigError` naming the dotted ``key`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{key}: {msg}")
+
+
 def coerce(value: Any, tp: Any, key: str) -> Any:
     """Check ``value`` against the annotation ``tp`` and convert YAML shapes (list -> tuple)."""
     origin = typing.get_origin(tp)
