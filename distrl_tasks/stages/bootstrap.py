@@ -185,7 +185,7 @@ def run(
         episodes_per_device=episodes_per_device,
         split="train",
         progress=progress,
-        dynamics=cfg.sim.dynamics.bootstrap_profile,  # demonstrations: the static world, as AitW
+        dynamics=cfg.sim.dynamics.bootstrap_profile,  # live: the world the policy will act in
     )
     table = read_shards(out / "demos").select(list(DEMO_COLUMNS))
     demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)

@@ -6,7 +6,8 @@ builds the equivalent for the tiny policy:
 
 1. writes new goals of every family (:func:`~distrl_tasks.tasks.generators.generate_goals`,
    never a test goal) as goal files, plus a held-out set of other generated goals;
-2. records scripted-expert demonstrations on them on the static simulator, with the expert's
+2. records scripted-expert demonstrations on them in the ``sim.dynamics.bootstrap_profile`` world
+   (the shipped base: ``static``, the default when it was built), with the expert's
    mistake-and-recovery rate (the collect stage, ``policy="scripted"``) as Parquet shards;
 3. fits a SentencePiece vocabulary on the corpus and behaviour-clones a fresh tiny policy (copy
    head with match bias, :mod:`distrl_tasks.agents.autoui`) with the SFT loop;
@@ -110,7 +111,7 @@ def record_demos(cfg: Config, work: Path, progress: bool) -> tuple[list[Demo], d
             episodes_per_device=episodes,
             split="train",
             progress=progress,
-            dynamics=cfg.sim.dynamics.bootstrap_profile,  # demonstrations: the static world
+            dynamics=cfg.sim.dynamics.bootstrap_profile,  # recorded in the card's corpus
         )
         table = read_shards(work / "demos" / task_set).select(list(DEMO_COLUMNS))
         set_demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)
@@ -203,6 +204,7 @@ def run(
             "demonstrations": demo_stats,
             "examples": len(demos),
             "sha256": corpus_sha256(work),
+            "dynamics": cfg.sim.dynamics.bootstrap_profile,
             "mistake_rate": pc.pretrain_mistake_rate,
         },
         "training": {
