@@ -9,7 +9,8 @@ in the same ``--workdir`` are not re-run):
   BC}, at equal wall clock;
 * **variants**: A-RIDE with collection fixed (asynchronous), one change at a time from the
   configured form: the paper's signed advantage, no top-p filter, no critic pre-fit, 4 and 64
-  windows per optimizer step.
+  windows per optimizer step, and continuous learning (the learner that never waits, at a
+  replay ratio, instead of collect/learn rounds).
 
 Learning-rate search, the same for every arm: each arm runs with every ``algorithm.lm_lr`` of
 ``lrs`` (default :data:`DEFAULT_LRS`, a factor-3 grid around the configured 1e-5); the arm's
@@ -47,6 +48,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_prefit": {"algorithm.critic_prefit.enabled": False},
     "windows_4": {"algorithm.distrl.windows": 4},
     "windows_64": {"algorithm.distrl.windows": 64},
+    # the learner that never waits: 0.02 updates per transition; an update reads 32 windows of
+    # about 3 steps, so every transition is read about twice, and actors are not held back by
+    # rounds (the replay window) but by the staleness gate
+    "continuous": {"orchestration.continuous.replay_ratio": 0.02},
 }
 
 
