@@ -38,7 +38,11 @@ def machine_info() -> dict[str, Any]:
 
 
 def describe_settings(
-    s: Any, sft_steps: Mapping[str, int], algorithm: Any, eval_devices: int
+    s: Any,
+    sft_steps: Mapping[str, int],
+    algorithm: Any,
+    eval_devices: int,
+    demo_world: str = "live",
 ) -> list[str]:
     """The settings lines of the RESULTS.md section.
 
@@ -47,6 +51,7 @@ def describe_settings(
         sft_steps: SFT optimizer steps of each task set's bootstrap policy.
         algorithm: the runs' ``algorithm`` config section (the same for every method).
         eval_devices: most simulated devices an evaluation spreads its tasks over.
+        demo_world: the world profile the bootstrap's demonstrations were recorded in.
     """
     a = algorithm
     steps = ", ".join(f"{ts} {n}" for ts, n in sft_steps.items())
@@ -65,7 +70,7 @@ def describe_settings(
         f"{s.eval_train} train tasks sampled with seed 0; greedy decoding, oracle verdicts, "
         f"up to {eval_devices} devices per evaluation (one per task)",
         f"SFT: one bootstrap policy per task set, shared by all methods and seeds (SFT steps: "
-        f"{steps})",
+        f"{steps}; expert demonstrations recorded in the `{demo_world}` world)",
         f"data regime `{a.mode}`"
         + (
             " (round 0, inside the budget: the SFT policy's offline dataset, then "

@@ -309,6 +309,7 @@ def run_benchmark(
                 {ts: p.steps for ts, p in sft.items()},
                 cfg.algorithm,
                 cfg.orchestration.eval_devices,
+                cfg.sim.dynamics.bootstrap_profile,
             ),
             machine=machine_info(),
             date=date,

@@ -309,6 +309,7 @@ def test_settings_lines_describe_round_0_and_the_aride_form() -> None:
     )
     assert f"{a.distrl.windows} windows per optimizer step" in text
     assert f"advantage `{a.distrl.advantage}`" in text
+    assert "expert demonstrations recorded in the `live` world" in text
     off = dataclasses.replace(a, critic_prefit=dataclasses.replace(p, enabled=False))
     text = "\n".join(describe_settings(smoke, {"general": 7}, off, 4))
     assert "pre-fit" not in text and f"then {a.offline_critic_steps} critic-only" in text
