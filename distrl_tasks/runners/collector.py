@@ -202,7 +202,7 @@ def collect_async(
                 continue
             if board is not None:
                 try:
-                    newest = board.dispatch(stop)
+                    newest = board.dispatch(stop, halt)  # the budget's end frees the gate too
                 except BoardClosed:
                     return
                 with swap_lock:  # the first device to see a new version installs it

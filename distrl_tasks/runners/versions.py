@@ -140,18 +140,22 @@ class VersionBoard:
     def _admissible(self) -> bool:
         return self.replay_ratio == 0 or self._backlog(0) <= self.eta * self.k
 
-    def dispatch(self, stop: threading.Event | None = None) -> Dispatch:
+    def dispatch(self, *stops: threading.Event | None) -> Dispatch:
         """Wait at the gate, then hand out the newest policy for one episode.
 
+        Args:
+            stops: events that end the wait (an error elsewhere, the end of the budget): an
+                actor waiting for the learner must not outlive its run.
+
         Raises:
-            BoardClosed: the board closed (or ``stop`` was set) while waiting.
+            BoardClosed: the board closed (or one of ``stops`` was set) while waiting.
         """
         start = time.monotonic()
         with self._cond:
             while not self._admissible():
-                if self._closed or (stop is not None and stop.is_set()):
+                if self._closed or any(s is not None and s.is_set() for s in stops):
                     raise BoardClosed("the version board closed while an actor waited")
-                self._cond.wait(0.05)  # stop is an Event, not tied to this condition
+                self._cond.wait(0.05)  # the stops are Events, not tied to this condition
             if self._closed:
                 raise BoardClosed("the version board is closed")
             waited = time.monotonic() - start

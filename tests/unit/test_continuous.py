@@ -121,6 +121,30 @@ def test_running_episodes_count_toward_the_backlog_and_close_releases_waiters():
     assert len(errors) == 1
 
 
+def test_any_stop_event_releases_an_actor_waiting_at_the_gate():
+    # an actor held by a slow learner must not outlive the run's budget (the halt event)
+    board = VersionBoard("p", 0, replay_ratio=1.0, publish_every_updates=1, max_staleness=0)
+    board.dispatch()
+    board.finished(0, 3)  # 3 updates owed > eta * K = 0: the gate is shut
+    error, halt = threading.Event(), threading.Event()
+    released: list = []
+
+    def waiting_actor():
+        try:
+            board.dispatch(error, halt)
+        except BoardClosed:
+            released.append(time.monotonic())
+
+    t = threading.Thread(target=waiting_actor)
+    t.start()
+    time.sleep(0.2)
+    assert t.is_alive() and not released
+    halt.set()
+    set_at = time.monotonic()
+    t.join(5)
+    assert released and released[0] - set_at < 1.0
+
+
 def test_no_gate_without_a_replay_ratio_and_staleness_is_counted_at_the_end():
     board = VersionBoard("p0", 3)
     dispatched = [board.dispatch() for _ in range(5)]
