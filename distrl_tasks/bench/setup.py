@@ -132,7 +132,14 @@ class LearningBenchSettings:
 # Config keys added after runs were cached, with the value that reproduces the behaviour from
 # before they existed: at that value a key stays out of the cache key, so adding it keeps the
 # cache. Another value makes a new run as usual.
-NEUTRAL_NEW_KEYS: dict[str, Any] = {"env.prompt_history": 1}
+NEUTRAL_NEW_KEYS: dict[str, Any] = {
+    "env.prompt_history": 1,
+    "orchestration.continuous.finish_reserve_s": 0.0,
+}
+# New keys that only act in one mode, with the key that turns it off: off, they stay out too.
+MODE_KEYS: dict[str, str] = {
+    "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",
+}
 
 
 def _digest(data: Any) -> str:
@@ -142,7 +149,13 @@ def _digest(data: Any) -> str:
 def _cache_view(cfg: Config) -> dict[str, Any]:
     """The config's flat values that name a cached result (see ``NEUTRAL_NEW_KEYS``)."""
     flat = cfg.to_flat_dict()
-    return {k: v for k, v in flat.items() if k not in NEUTRAL_NEW_KEYS or NEUTRAL_NEW_KEYS[k] != v}
+
+    def counts(k: str, v: Any) -> bool:
+        if k in MODE_KEYS and not flat[MODE_KEYS[k]]:
+            return False
+        return k not in NEUTRAL_NEW_KEYS or NEUTRAL_NEW_KEYS[k] != v
+
+    return {k: v for k, v in flat.items() if counts(k, v)}
 
 
 def run_config(

@@ -71,9 +71,14 @@ class ContinuousConfig:
     # learner's newest; it waits for the next published version (episodes already running
     # finish, and truncated importance weights correct them)
     max_staleness: int = 4
+    # under a wall-clock budget, the actors halt this long before it, so that the episodes still
+    # running and the round's closing work (shards, labels, export, evaluation, registration)
+    # end inside the budget (measured: ~12 s of closing work plus one episode)
+    finish_reserve_s: float = 30.0
 
     def validate(self, key: str) -> None:
         _check(self.replay_ratio >= 0, f"{key}.replay_ratio", "must be >= 0")
+        _check(self.finish_reserve_s >= 0, f"{key}.finish_reserve_s", "must be >= 0")
         _check(self.publish_every_updates >= 1, f"{key}.publish_every_updates", "must be >= 1")
         _check(self.publish_every_s >= 0, f"{key}.publish_every_s", "must be >= 0")
         _check(self.max_staleness >= 0, f"{key}.max_staleness", "must be >= 0")

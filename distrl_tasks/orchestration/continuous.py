@@ -146,7 +146,8 @@ def continuous_round(
     thread.start()
     timer = None
     if budget_s is not None:
-        timer = threading.Timer(max(0.0, budget_s - (time.perf_counter() - t0)), halt.set)
+        halt_at = budget_s - c.finish_reserve_s  # the closing work must end inside the budget
+        timer = threading.Timer(max(0.0, halt_at - (time.perf_counter() - t0)), halt.set)
         timer.daemon = True
         timer.start()
     learner_stop = threading.Event()

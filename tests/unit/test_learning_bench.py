@@ -214,6 +214,13 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     before = {k: v for k, v in base.to_flat_dict().items() if k not in NEUTRAL_NEW_KEYS}
     assert _cache_view(base) == before
     assert _digest(_cache_view(base)) == _digest(before)
+    # a mode's key stays out while the mode is off, and counts once it is on
+    assert "orchestration.continuous.finish_reserve_s" not in _cache_view(base)
+    cont = dataclasses.replace(base.orchestration.continuous, replay_ratio=0.02)
+    on = dataclasses.replace(
+        base, orchestration=dataclasses.replace(base.orchestration, continuous=cont)
+    )
+    assert _cache_view(on)["orchestration.continuous.finish_reserve_s"] == 30.0
     two = dataclasses.replace(base, env=dataclasses.replace(base.env, prompt_history=2))
     assert _cache_view(two)["env.prompt_history"] == 2
     assert sft_key(two, smoke) != sft_key(base, smoke)
