@@ -146,8 +146,8 @@ def continuous_round(
     thread.start()
     timer = None
     if budget_s is not None:
-        halt_at = budget_s - c.finish_reserve_s  # the closing work must end inside the budget
-        timer = threading.Timer(max(0.0, halt_at - (time.perf_counter() - t0)), halt.set)
+        delay = halt_delay(budget_s, c.finish_reserve_s, time.perf_counter() - t0)
+        timer = threading.Timer(delay, halt.set)
         timer.daemon = True
         timer.start()
     learner_stop = threading.Event()
@@ -169,6 +169,12 @@ def continuous_round(
     wall = time.perf_counter() - start
     report["async/actor_idle_share"] = board.actor_wait_s / max(1e-9, len(envs) * wall)
     return _finish(cfg, workdir, round_, learner, result, report, start, t0, dim)
+
+
+def halt_delay(budget_s: float, reserve_s: float, elapsed_s: float) -> float:
+    """Seconds from now until the actors halt: ``reserve_s`` before the budget ends, so that the
+    episodes still running and the round's closing work end inside it (never negative)."""
+    return max(0.0, budget_s - reserve_s - elapsed_s)
 
 
 def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:

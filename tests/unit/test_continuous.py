@@ -236,3 +236,11 @@ def test_rounds_take_replay_ratio_steps_per_new_transition(tmp_path):
     assert replay_ratio_steps(replay, 0.5, after_round=3) == 1  # nothing new: at least 1
     assert _trained_round(None) == -1
     assert _trained_round(tmp_path / "round-000007") == 7
+
+
+def test_actors_halt_the_reserve_before_the_budget_ends():
+    from distrl_tasks.orchestration.continuous import halt_delay
+
+    assert halt_delay(900.0, 30.0, 234.0) == pytest.approx(636.0)  # halts at 870 s of 900
+    assert halt_delay(900.0, 0.0, 234.0) == pytest.approx(666.0)  # no reserve: at the budget
+    assert halt_delay(900.0, 30.0, 880.0) == 0.0  # already inside the reserve: halt now
