@@ -244,3 +244,35 @@ def load_checkpoint(
     model.to(device=device, dtype=dtype)
     model.eval()
     return model, tokenizer
+
+
+def weights_to_bytes(model: torch.nn.Module) -> bytes:
+    """The model's weights as safetensors bytes (tied tensors once), e.g. to send to a process."""
+    from safetensors.torch import save
+
+    return save(_unique_state(model))
+
+
+def load_weights_bytes(model: torch.nn.Module, data: bytes) -> None:
+    """Load :func:`weights_to_bytes` output into ``model`` (same architecture), in place.
+
+    Raises:
+        CheckpointError: the bytes are not safetensors, or their tensors are not the model's.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    try:
+        state = load(data)
+    except SafetensorError as exc:
+        raise CheckpointError(f"not safetensors weights: {exc}") from exc
+    expected = model.state_dict()
+    unexpected = sorted(set(state) - set(expected))
+    missing = sorted(g[0] for g in _tied_groups(model) if not any(n in state for n in g))
+    wrong = [k for k, v in state.items() if k in expected and v.shape != expected[k].shape]
+    if unexpected or missing or wrong:
+        raise CheckpointError(
+            f"weights do not fit the model: unexpected {unexpected[:3]}, missing {missing[:3]}, "
+            f"wrong shapes {wrong[:3]}"
+        )
+    model.load_state_dict(state, strict=False)

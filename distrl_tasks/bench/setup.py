@@ -135,10 +135,12 @@ class LearningBenchSettings:
 NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "env.prompt_history": 1,
     "orchestration.continuous.finish_reserve_s": 0.0,
+    "orchestration.continuous.learner_process": False,
 }
 # New keys that only act in one mode, with the key that turns it off: off, they stay out too.
 MODE_KEYS: dict[str, str] = {
     "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",
+    "orchestration.continuous.learner_process": "orchestration.continuous.replay_ratio",
 }
 
 

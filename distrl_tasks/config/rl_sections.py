@@ -75,6 +75,9 @@ class ContinuousConfig:
     # running and the round's closing work (shards, labels, export, evaluation, registration)
     # end inside the budget (measured: ~12 s of closing work plus one episode)
     finish_reserve_s: float = 30.0
+    # the learner in a process of its own (a core the actors do not share the interpreter lock
+    # with); false: a thread beside the actors
+    learner_process: bool = True
 
     def validate(self, key: str) -> None:
         _check(self.replay_ratio >= 0, f"{key}.replay_ratio", "must be >= 0")

@@ -1,4 +1,4 @@
-"""Continuous mode: actors and a learner that never waits, in one process (DistRL's design).
+"""Continuous mode: actors and a learner that never waits (DistRL's design).
 
 Enabled for asynchronous runs with ``orchestration.continuous.replay_ratio > 0``
 (:func:`enabled`); :func:`~distrl_tasks.orchestration.pipeline.run_rounds` then runs the online
@@ -12,6 +12,8 @@ phase as one *continuous round* instead of collect/learn rounds:
 * the learner (:class:`~distrl_tasks.algorithms.continuous.ContinuousLearner`) trains on the
   labeled episodes as they arrive at ``replay_ratio`` updates per transition, pre-fits its
   fresh critic on the first data, and publishes a version every ``K`` updates or ``T`` seconds;
+  it runs in a process of its own (``learner_process``,
+  :mod:`~distrl_tasks.orchestration.learner_process`) or as a thread beside the actors;
 * at the end the episodes are written as the round's shards (like ``collect``) and labeled (the
   oracle's verdicts, into ``labeled/`` where later rounds' replay and the curriculum read), the
   learner's state is checkpointed and the policy exported, evaluated and registered like a
@@ -42,7 +44,7 @@ def enabled(cfg: Config) -> bool:
     return cfg.orchestration.asynchronous and cfg.orchestration.continuous.replay_ratio > 0
 
 
-def _fresh_learner(cfg: Config, workdir: str | os.PathLike, round_: int):
+def fresh_learner(cfg: Config, workdir: str | os.PathLike, round_: int):
     """The learner of the round: saved state if any, else the registry's starting policy."""
     from distrl_tasks.algorithms import train_state as ts
     from distrl_tasks.stages import common
@@ -63,8 +65,7 @@ def continuous_round(
 ) -> RoundResult:
     """Run actors and the continuous learner until the episodes are done or the budget ends."""
     from distrl_tasks.agents.image_encoders import image_feature_dim
-    from distrl_tasks.algorithms.continuous import ContinuousLearner, frozen_copy
-    from distrl_tasks.data.replay import ReplayBuffer
+    from distrl_tasks.algorithms.continuous import frozen_copy
     from distrl_tasks.data.schema import table_from_rows
     from distrl_tasks.evaluators.oracle import OracleEvaluator
     from distrl_tasks.runners.collector import collect_async
@@ -75,31 +76,7 @@ def continuous_round(
 
     c, o = cfg.orchestration.continuous, cfg.orchestration
     start = time.perf_counter()
-    learner, fresh = _fresh_learner(cfg, workdir, round_)
-    replay = ReplayBuffer(
-        cfg.data.replay_capacity,
-        alpha=cfg.algorithm.priority_alpha,
-        beta=cfg.algorithm.priority_beta,
-        seed=cfg.sim.seed,
-    )
     horizon = cfg.env.horizon_webshop if cfg.env.task_set == "webshop" else cfg.env.horizon_general
-    policy = learner.algorithm.policy
-    board = VersionBoard(
-        frozen_copy(policy),
-        learner.policy_version,
-        replay_ratio=c.replay_ratio,
-        publish_every_updates=c.publish_every_updates,
-        max_staleness=c.max_staleness,
-        default_length=float(horizon),
-    )
-    cl = ContinuousLearner(
-        learner,
-        replay,
-        board,
-        publish_every_updates=c.publish_every_updates,
-        publish_every_s=c.publish_every_s,
-        prefit=cfg.algorithm.critic_prefit if fresh else None,
-    )
     goals = load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
     serials = list(record.get("serials") or [])[: o.workers * o.devices_per_worker]
     probs, _ = curriculum.curriculum_probabilities(cfg, goals, common.labeled_dir(cfg, workdir))
@@ -111,8 +88,33 @@ def continuous_round(
     sim = cfg.env.device_kind == "sim"
     oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
 
+    remote = cl = learner = None
+    if c.learner_process:  # the learner on a core of its own (learner_process.py)
+        from distrl_tasks.orchestration.learner_process import LearnerProcess
+
+        remote = LearnerProcess(cfg, workdir, round_)
+        policy, version = remote.policy, remote.version
+    else:
+        learner, fresh = fresh_learner(cfg, workdir, round_)
+        policy, version = learner.algorithm.policy, learner.policy_version
+    board = VersionBoard(
+        frozen_copy(policy),
+        version,
+        replay_ratio=c.replay_ratio,
+        publish_every_updates=c.publish_every_updates,
+        max_staleness=c.max_staleness,
+        default_length=float(horizon),
+    )
+    if remote is not None:
+        remote.attach(board)
+    else:
+        cl = continuous_learner(cfg, learner, board, fresh=fresh)
+
     def feed(ep: Any) -> None:
-        if ep.rows and ep.rows[0].get("label_status") == "labeled":
+        labeled = bool(ep.rows) and ep.rows[0].get("label_status") == "labeled"
+        if remote is not None:  # the learner process counts transitions from these messages
+            remote.add(table_from_rows(ep.rows, dim) if labeled else None, board.transitions)
+        elif labeled:
             cl.add(table_from_rows(ep.rows, dim))
 
     stop, halt, out = threading.Event(), threading.Event(), {}
@@ -156,19 +158,28 @@ def continuous_round(
     )
     watcher.start()
     try:
-        report = cl.run(learner_stop)
+        if remote is not None:
+            report, final = remote.run(learner_stop)
+        else:
+            report = cl.run(learner_stop)
     finally:
         halt.set()
         board.close()
         thread.join()
         if timer is not None:
             timer.cancel()
+        if remote is not None:
+            remote.close()
     if "error" in out:
         raise out["error"]
+    if remote is None:
+        final = export_learner(cfg, workdir, round_, learner)
     result = out["result"]
     wall = time.perf_counter() - start
+    report.update(board.staleness_summary())  # the actors' side of the board
     report["async/actor_idle_share"] = board.actor_wait_s / max(1e-9, len(envs) * wall)
-    return _finish(cfg, workdir, round_, learner, result, report, start, t0, dim)
+    report["async/learner_process"] = float(remote is not None)
+    return _finish(cfg, workdir, round_, final, result, report, start, t0, dim)
 
 
 def halt_delay(budget_s: float, reserve_s: float, elapsed_s: float) -> float:
@@ -184,15 +195,37 @@ def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def _finish(cfg, workdir, round_, learner, result, report, start, t0, dim) -> RoundResult:
-    """Shards, learner state, exported policy, evaluation and registration of the round."""
-    from distrl_tasks.stages import collect, common, evaluate, label, register
+def continuous_learner(cfg: Config, learner, board, *, fresh: bool, snapshot=None):
+    """The round's :class:`ContinuousLearner` on an empty replay, publishing to ``board``.
 
-    shards = collect._write(
-        result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
+    ``fresh`` (no saved learner state) pre-fits the critic on the first data; ``snapshot``
+    turns the policy into what is published (default: a frozen copy, for in-process actors).
+    """
+    from distrl_tasks.algorithms.continuous import ContinuousLearner, frozen_copy
+    from distrl_tasks.data.replay import ReplayBuffer
+
+    c = cfg.orchestration.continuous
+    replay = ReplayBuffer(
+        cfg.data.replay_capacity,
+        alpha=cfg.algorithm.priority_alpha,
+        beta=cfg.algorithm.priority_beta,
+        seed=cfg.sim.seed,
     )
-    manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}
-    labeled = label.run(cfg, round=round_, workdir=workdir)  # to labeled/, where replay reads
+    return ContinuousLearner(
+        learner,
+        replay,
+        board,
+        publish_every_updates=c.publish_every_updates,
+        publish_every_s=c.publish_every_s,
+        snapshot=snapshot or frozen_copy,
+        prefit=cfg.algorithm.critic_prefit if fresh else None,
+    )
+
+
+def export_learner(cfg: Config, workdir: str | os.PathLike, round_: int, learner) -> dict:
+    """Checkpoint the learner's state and export its policy as the round's checkpoint."""
+    from distrl_tasks.stages import common
+
     learner.save_checkpoint(f"round-{round_:06d}")
     out = common.checkpoint_dir(workdir, round_).resolve()
     tmp = out.with_name(out.name + ".tmp")
@@ -206,12 +239,29 @@ def _finish(cfg, workdir, round_, learner, result, report, start, t0, dim) -> Ro
     )
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
-    train = {
-        "round": round_,
-        "algorithm": cfg.algorithm.name,
+    return {
         "checkpoint_dir": str(out),
         "policy_version": learner.policy_version,
         "steps": learner.step,
+    }
+
+
+def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> RoundResult:
+    """Shards, labels, evaluation and registration of the round (``final``: the export)."""
+    from distrl_tasks.stages import collect, common, evaluate, label, register
+
+    shards = collect._write(
+        result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
+    )
+    manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}
+    labeled = label.run(cfg, round=round_, workdir=workdir)  # to labeled/, where replay reads
+    out = final["checkpoint_dir"]
+    train = {
+        "round": round_,
+        "algorithm": cfg.algorithm.name,
+        "checkpoint_dir": out,
+        "policy_version": final["policy_version"],
+        "steps": final["steps"],
         "metrics": {k: float(v) for k, v in report.items()},
         "reused": False,
     }
@@ -220,11 +270,11 @@ def _finish(cfg, workdir, round_, learner, result, report, start, t0, dim) -> Ro
     common.write_manifest(workdir, round_, "train", train)
     res = RoundResult(round_, collect=manifest, collected_s=time.perf_counter() - t0)
     res.label, res.train = labeled, train
-    res.evaluate = evaluate.run(cfg, round=round_, checkpoint_dir=str(out), workdir=workdir)
+    res.evaluate = evaluate.run(cfg, round=round_, checkpoint_dir=out, workdir=workdir)
     res.register = register.run(
         cfg,
         round=round_,
-        checkpoint_dir=str(out),
+        checkpoint_dir=out,
         data_version="",
         evaluation=res.evaluate,
         workdir=workdir,

@@ -2,7 +2,8 @@
 
 A sim farm over ADB, the batching inference server, the oracle, the real learner (DistRL on
 the tiny policy), the MLflow registry: actors collect while the learner trains at the replay
-ratio and publishes versions the actors pick up between episodes.
+ratio and publishes versions the actors pick up between episodes; the learner in its own
+process (the default) and as a thread beside the actors.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from distrl_tasks.stages import common, farm
 pytestmark = pytest.mark.integration
 
 
-def test_continuous_round_trains_while_collecting_and_registers(tmp_path) -> None:
+@pytest.mark.parametrize("learner_process", [True, False], ids=["process", "thread"])
+def test_continuous_round_trains_while_collecting_and_registers(tmp_path, learner_process) -> None:
     torch.set_num_threads(1)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     cfg = config_from_dict(
@@ -37,6 +39,7 @@ def test_continuous_round_trains_while_collecting_and_registers(tmp_path) -> Non
                     "replay_ratio": 0.5,
                     "publish_every_updates": 2,
                     "max_staleness": 2,
+                    "learner_process": learner_process,
                 },
             },
             "algorithm": {
@@ -75,6 +78,7 @@ def test_continuous_round_trains_while_collecting_and_registers(tmp_path) -> Non
     assert 0.0 <= m["async/actor_idle_share"] <= 1.0
     assert m["async/episodes"] == 6 and m["async/staleness_max"] >= 0
     assert m["critic/prefit_steps"] >= 2
+    assert m["async/learner_process"] == float(learner_process)
     # shards hold the round's episodes, with the versions they ran
     shards = res.collect["shards"]
     versions = {v for s in shards for v in pq.read_table(s).column("policy_version").to_pylist()}
