@@ -10,8 +10,8 @@ in the same ``--workdir`` are not re-run):
 * **variants**: A-RIDE with collection fixed (asynchronous), one change at a time from the
   configured form: the paper's signed advantage, no top-p filter, no critic pre-fit, 4 and 64
   windows per optimizer step, and continuous learning (the learner that never waits, at a
-  replay ratio, instead of collect/learn rounds; its learner in a process of its own, and as a
-  thread beside the actors).
+  replay ratio, instead of collect/learn rounds; its learner as a thread beside the actors, and
+  in a process of its own).
 
 Learning-rate search, the same for every arm: each arm runs with every ``algorithm.lm_lr`` of
 ``lrs`` (default :data:`DEFAULT_LRS`, a factor-3 grid around the configured 1e-5); the arm's
@@ -53,10 +53,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # about 3 steps, so every transition is read about twice, and actors are not held back by
     # rounds (the replay window) but by the staleness gate
     "continuous": {"orchestration.continuous.replay_ratio": 0.02},
-    # the same with the learner as a thread beside the actors (one interpreter lock for both)
-    "continuous_thread": {
+    # the same with the learner in a process of its own (no interpreter lock shared with actors)
+    "continuous_process": {
         "orchestration.continuous.replay_ratio": 0.02,
-        "orchestration.continuous.learner_process": False,
+        "orchestration.continuous.learner_process": True,
     },
 }
 

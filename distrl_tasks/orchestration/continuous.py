@@ -89,7 +89,7 @@ def continuous_round(
     oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
 
     remote = cl = learner = None
-    if c.learner_process:  # the learner on a core of its own (learner_process.py)
+    if c.learner_process:  # no interpreter lock shared with the actors (learner_process.py)
         from distrl_tasks.orchestration.learner_process import LearnerProcess
 
         remote = LearnerProcess(cfg, workdir, round_)

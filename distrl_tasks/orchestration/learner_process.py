@@ -1,10 +1,10 @@
-"""The continuous learner in a process of its own, so it trains on a core the actors do not use.
+"""The continuous learner in a process of its own: no interpreter lock shared with the actors.
 
-In one process the actors (device I/O, image features, batched decoding) and the learner share
-the interpreter lock: on the 2-core benchmark machine the continuous round kept one core busy,
-left the other idle, and its actors waited at the staleness gate for most of the run (RESULTS.md,
-the ablation's ``continuous`` arm). With ``orchestration.continuous.learner_process`` (default)
-the learner runs in a spawned process, as DistRL's learner runs on its own GPU.
+In one process the actors (device I/O, image features, batched decoding) and the learner thread
+share the interpreter lock. With ``orchestration.continuous.learner_process`` the learner runs
+in a spawned process instead, the shape of DistRL's learner on a device of its own. Measured on
+the 2-core benchmark machine it made as many updates as the thread (RESULTS.md, the ablation's
+``continuous`` arms): there the update's own cost bounds the learner, so it is off by default.
 
 The actors' side keeps the :class:`~distrl_tasks.runners.versions.VersionBoard` (the staleness
 gate and its counters); the learner's side drives the same

@@ -2,8 +2,8 @@
 
 A sim farm over ADB, the batching inference server, the oracle, the real learner (DistRL on
 the tiny policy), the MLflow registry: actors collect while the learner trains at the replay
-ratio and publishes versions the actors pick up between episodes; the learner in its own
-process (the default) and as a thread beside the actors.
+ratio and publishes versions the actors pick up between episodes; the learner as a thread
+beside the actors (the default) and in a process of its own.
 """
 
 from __future__ import annotations

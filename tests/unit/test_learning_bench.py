@@ -220,14 +220,14 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     on = dataclasses.replace(
         base, orchestration=dataclasses.replace(base.orchestration, continuous=cont)
     )
-    assert _cache_view(on)["orchestration.continuous.finish_reserve_s"] == 30.0
-    # the learner process counts in continuous mode; as a thread it keeps the older runs' key
-    assert _cache_view(on)["orchestration.continuous.learner_process"] is True
-    thread = dataclasses.replace(cont, learner_process=False)
-    as_thread = dataclasses.replace(
-        base, orchestration=dataclasses.replace(base.orchestration, continuous=thread)
+    assert _cache_view(on)["orchestration.continuous.finish_reserve_s"] == 45.0
+    # as a thread (the default) the learner keeps the older runs' key; its process counts
+    assert "orchestration.continuous.learner_process" not in _cache_view(on)
+    proc = dataclasses.replace(cont, learner_process=True)
+    as_process = dataclasses.replace(
+        base, orchestration=dataclasses.replace(base.orchestration, continuous=proc)
     )
-    assert "orchestration.continuous.learner_process" not in _cache_view(as_thread)
+    assert _cache_view(as_process)["orchestration.continuous.learner_process"] is True
     two = dataclasses.replace(base, env=dataclasses.replace(base.env, prompt_history=2))
     assert _cache_view(two)["env.prompt_history"] == 2
     assert sft_key(two, smoke) != sft_key(base, smoke)
