@@ -271,6 +271,20 @@ class DistRL:
         slots = np.asarray(replay.slots, dtype=np.int64)
         if len(slots) == 0:
             raise ValueError("prepare_round: the replay buffer is empty")
+        prio = self.score_trajectories(replay, slots)
+        metrics = {
+            "train/priority_mean": float(prio.mean()),
+            "train/priority_max": float(prio.max()),
+            "train/trajectories": float(len(slots)),
+        }
+        return {**metrics, **self.refresh_filter(replay)}
+
+    @torch.no_grad()
+    def score_trajectories(self, replay: ReplayBuffer, slots: np.ndarray) -> np.ndarray:
+        """DPER priorities of the trajectories in ``slots`` (``[N]``) under the current policy
+        and critic, written to ``replay`` and returned. The continuous learner scores only the
+        trajectories that arrived (as Ape-X's actors give new data its first priority); the
+        loss re-prioritizes the windows it trains on."""
         out = []
         for i in range(0, len(slots), self.chunk):
             batch = batch_from_trajectories(
@@ -280,14 +294,9 @@ class DistRL:
             log_probs, _, _ = score_steps(self.policy, batch)
             mask = batch.mask.to(ev.values.device)
             out.append(self._priorities(ev, log_probs, batch, mask))
-        prio = np.concatenate(out)
+        prio = np.concatenate(out) if out else np.zeros(0)
         replay.update_priorities(slots, prio)
-        metrics = {
-            "train/priority_mean": float(prio.mean()),
-            "train/priority_max": float(prio.max()),
-            "train/trajectories": float(len(slots)),
-        }
-        return {**metrics, **self.refresh_filter(replay)}
+        return prio
 
     def refresh_filter(self, replay: ReplayBuffer) -> dict[str, float]:
         """Re-select the top-p trajectories by return (cheap: no scoring); {} when unfiltered."""

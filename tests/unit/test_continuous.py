@@ -204,6 +204,28 @@ def test_continuous_learner_respects_the_replay_ratio_and_publishes_every_k(lear
     assert not any(p.requires_grad for p in policy.model.parameters())
 
 
+def test_after_a_first_full_scoring_only_arriving_trajectories_are_scored(learner):
+    board = VersionBoard(None, 0, replay_ratio=1.0, publish_every_updates=2, max_staleness=8)
+    replay = ReplayBuffer(1000)
+    cl = ContinuousLearner(learner, replay, board, publish_every_updates=2)
+    cl.add(trajectory("a", 3, True, 0))
+    cl.add(trajectory("b", 4, False, 1))
+    cl._drain()
+    cl._prepare()  # the first time: prepare_round, every trajectory scored
+    slots = np.asarray(replay.slots)
+    scored = learner.algorithm.score_trajectories(replay, slots)
+    np.testing.assert_allclose(replay.priorities(), scored, rtol=1e-5)
+    replay.update_priorities(slots, [7.0, 9.0])  # markers a re-score would overwrite
+    cl.add(trajectory("c", 2, True, 2))
+    assert cl._drain() == 1 and replay.priorities()[2] == 9.0  # enters at the highest
+    cl._prepare()
+    prio = replay.priorities()
+    assert prio[:2].tolist() == [7.0, 9.0]  # the old ones kept their priorities
+    expected = learner.algorithm.score_trajectories(replay, np.asarray(replay.slots[2:]))
+    np.testing.assert_allclose(prio[2:], expected, rtol=1e-5)
+    assert prio[2] != 9.0
+
+
 def test_continuous_learner_publishes_every_t_seconds(learner):
     board = VersionBoard(None, 0, replay_ratio=1.0, publish_every_updates=100, max_staleness=8)
     cl = ContinuousLearner(
