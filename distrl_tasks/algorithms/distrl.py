@@ -47,8 +47,10 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
   ratio and its gradient ``min(rho_bar, rho) * grad log pi``, so minimising it pushes down the
   log-probability of the actions the parser flagged invalid, with bounded variance.
 * DPER: trajectory priority ``w1 mean|delta| + w2 mean rho + w3 mean(-log pi)`` recomputed with
-  the current policy and critic for the whole replay in :meth:`DistRL.prepare_round`, and for
-  the sampled windows after each loss (written at the next :meth:`DistRL.sample`); sampling is
+  the current policy and critic for the whole replay in :meth:`DistRL.prepare_round` (the
+  continuous learner, after its first, only for arriving trajectories:
+  :meth:`DistRL.score_trajectories`), and for the sampled windows after each loss (written at
+  the next :meth:`DistRL.sample`); sampling is
   the replay's prioritized sampling (``P ~ p^alpha``, weights ``(N P)^-beta``).
 """
 
