@@ -77,9 +77,9 @@ class ContinuousConfig:
     # end after the halt and the closing work 12.5 s, so 30 s overran by 0.1 s)
     finish_reserve_s: float = 45.0
     # the learner in a process of its own (no interpreter lock shared with the actors; the shape
-    # for a learner on its own device); false: a thread beside the actors. Off by default: on the
-    # 2-core benchmark machine it made as many updates as the thread (72 vs 71 in 900 s), since
-    # the update's own cost bounds the learner there (benchmarks/continuous_learner.py)
+    # for a learner on its own device); false: a thread beside the actors. Off by default until
+    # more seeds are in: on the 2-core benchmark machine it made 88 updates in 900 s against the
+    # thread's 77 (one seed; RESULTS.md, the ablation's continuous arms)
     learner_process: bool = False
 
     def validate(self, key: str) -> None:
