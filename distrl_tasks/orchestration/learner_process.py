@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from distrl_tasks.config import Config, config_from_dict
+from distrl_tasks.runners.versions import VersionBoard
 
 START_TIMEOUT_S = 300.0  # spawning, imports, the registry download and the start export
 FINISH_TIMEOUT_S = 600.0  # the learner's last update, its checkpoint and the export
@@ -85,49 +86,28 @@ def table_from_bytes(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
-class _PipeBoard:
-    """The learner's side of the version board: the counts the replay ratio needs, forwarded.
+class _PipeBoard(VersionBoard):
+    """The learner's side of the version board: the same replay-ratio accounting, forwarded.
 
-    Implements what :class:`ContinuousLearner` calls on a board; the transition count comes from
-    the actors' board with each ``data`` message, updates and versions go back to it.
+    The transition count comes from the actors' board with each ``data`` message; updates and
+    versions go back to it (the actors' board holds the policies and the staleness gate).
     """
 
     def __init__(self, channel: _Channel, replay_ratio: float) -> None:
-        self._channel, self.replay_ratio = channel, float(replay_ratio)
-        self._cond = threading.Condition()
-        self.transitions = 0
-        self.updates = 0
-        self._closed = False
+        super().__init__(None, 0, replay_ratio=replay_ratio)
+        self._channel = channel
 
     def set_transitions(self, n: int) -> None:
         with self._cond:
             self.transitions = max(self.transitions, int(n))
             self._cond.notify_all()
 
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
     @property
     def closed(self) -> bool:
         return self._closed
 
-    def updates_owed(self) -> float:
-        with self._cond:
-            return self.replay_ratio * self.transitions - self.updates
-
-    def wait_for_data(self, timeout: float) -> bool:
-        with self._cond:
-            self._cond.wait_for(
-                lambda: self._closed or self.replay_ratio * self.transitions - self.updates >= 1,
-                timeout,
-            )
-            return not self._closed
-
     def record_updates(self, n: int = 1) -> None:
-        with self._cond:
-            self.updates += int(n)
+        super().record_updates(n)
         self._channel.send({"kind": "updates", "n": int(n)})
 
     def publish(self, policy: Any, version: int) -> None:
