@@ -382,9 +382,7 @@ class DistRL:
         ev = self._evaluate(batch)
         device = ev.values.device
         mask = batch.mask.to(device)
-        log_probs, entropy, _ = score_steps(
-            self.policy, batch, entropy_per_token=self.entropy == "token_mean"
-        )
+        log_probs, entropy = self._score(batch)
         log_probs, entropy = log_probs.to(device), entropy.to(device)
         mu = batch.behavior_log_probs.to(device)
         returns = self._targets(ev, log_probs.detach() - mu, mask)
@@ -423,6 +421,26 @@ class DistRL:
             versions = batch.policy_versions.float().mean()
             metrics["train/staleness"] = float(self.policy_version - versions)
         return LossOutput(actor + critic_loss, terms, metrics, critic_loss=critic_loss)
+
+    def _score(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[B, T]`` log-probs and entropies; only the actor rows' carry a gradient.
+
+        With ``top_p < 1`` half the windows train the critic alone: their log-probs only enter
+        the detached Retrace targets and the priorities, so they are scored without autograd
+        (no saved activations, no backward; measured cost in benchmarks/RESULTS.md).
+        """
+        per_token = self.entropy == "token_mean"
+        actor = batch.actor_rows.cpu()
+        if bool(actor.all()):
+            log_probs, entropy, _ = score_steps(self.policy, batch, entropy_per_token=per_token)
+            return log_probs, entropy
+        rows = actor.unsqueeze(1).expand(batch.batch_size, batch.length)
+        log_probs, entropy, _ = score_steps(self.policy, batch, rows, entropy_per_token=per_token)
+        with torch.no_grad():
+            critic_lp, critic_ent, _ = score_steps(
+                self.policy, batch, ~rows, entropy_per_token=per_token
+            )
+        return log_probs + critic_lp.to(log_probs.device), entropy + critic_ent.to(entropy.device)
 
     @torch.no_grad()
     def init_critic_bias(self, replay: ReplayBuffer) -> dict[str, float]:

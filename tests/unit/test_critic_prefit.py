@@ -199,6 +199,38 @@ def test_top_p_actor_windows_come_from_filtered_trajectories(policy):
     assert 0.0 <= out.metrics["train/adv_pos_frac"] <= 1.0
 
 
+def test_critic_rows_are_scored_without_gradient_and_change_nothing(policy):
+    """The filtered form scores its critic-only windows under no_grad: the loss, the policy's
+    gradient and the priorities are those of scoring every window with autograd."""
+    replay = replay_of(successes=2, failures=18)
+    algo = build_algorithm(config(top_p=0.1, window_start="step"), policy)
+    algo.prepare_round(replay)
+    batch = algo.sample(replay, 4, np.random.default_rng(0))
+    assert 0 < int(batch.actor_rows.sum()) < batch.batch_size
+
+    def run(score=None):
+        if score is not None:
+            algo._score = score  # the unsplit reference: every row with autograd
+        policy.model.zero_grad()
+        saved = []  # what autograd keeps for the backward pass
+        pack = lambda t: saved.append(t.numel()) or t  # noqa: E731
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = algo.loss(batch)
+        out.loss.backward()
+        grads = [p.grad.clone() for p in policy.model.parameters() if p.grad is not None]
+        return out.loss.detach(), grads, algo._pending[1], sum(saved)
+
+    loss, grads, prio, saved = run()
+    ref_loss, ref_grads, ref_prio, ref_saved = run(lambda b: score_steps(policy, b)[:2])
+    assert saved < 0.75 * ref_saved  # half the windows keep no activations
+    assert torch.allclose(loss, ref_loss, atol=1e-6)
+    assert len(grads) == len(ref_grads) > 0
+    assert any(bool(g.abs().sum() > 0) for g in grads)  # the actor rows do train the policy
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.allclose(g, r, atol=1e-6, rtol=1e-4)
+    np.testing.assert_allclose(prio, ref_prio, rtol=1e-5, atol=1e-7)
+
+
 def test_windows_become_micro_batches(policy, tmp_path):
     learner = learner_for(policy, tmp_path, windows=10)
     assert learner.micro_batches == 3  # ceil(10 windows / 4 per micro-batch)
