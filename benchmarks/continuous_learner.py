@@ -52,6 +52,11 @@ def main() -> None:
     ap.add_argument("--task-set", default="webshop")
     ap.add_argument("--updates", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--no-prepare",
+        action="store_true",
+        help="skip the full re-score (priorities stay as stored); only refresh the filter",
+    )
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -83,8 +88,9 @@ def main() -> None:
         )
         algo = learner.algorithm
         t = time.perf_counter()
-        algo.prepare_round(replay)
-        prepare_s = time.perf_counter() - t
+        if not args.no_prepare:
+            algo.prepare_round(replay)
+        prepare_s = None if args.no_prepare else round(time.perf_counter() - t, 2)
         t = time.perf_counter()
         refresh = getattr(algo, "refresh_filter", None)
         if refresh is not None:
@@ -105,7 +111,7 @@ def main() -> None:
                 "transitions": len(replay),
                 "windows_per_update": a.batch_size,
                 "grad_accum_steps": a.grad_accum_steps,
-                "prepare_round_s": round(prepare_s, 2),
+                "prepare_round_s": prepare_s,
                 "refresh_filter_s": round(refresh_s, 3),
                 "update_s_mean": round(float(np.mean(times)), 2),
                 "update_s_each": [round(x, 2) for x in times],

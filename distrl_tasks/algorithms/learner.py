@@ -184,6 +184,9 @@ class Learner:
             samples += self.micro_batch_size * self.micro_batches
         elapsed = time.perf_counter() - started
 
+        remember = getattr(self.algorithm, "remember_priorities", None)
+        if remember is not None:  # DistRL's rescore="new": priorities by id, saved with the state
+            remember(replay)
         metrics = self._mean_over_processes({k: totals[k] / counts[k] for k in sorted(totals)})
         metrics.update(fitted)
         self.policy_version += 1
@@ -354,6 +357,9 @@ class Learner:
         self.accelerator.wait_for_everyone()
         ts.save_tensors(ts.torch_rng_tensors(), tmp / f"rng-rank{rank}.safetensors")
         ts.write_json(tmp / f"rng-rank{rank}.json", ts.numpy_rng_json(self.rng))
+        known = getattr(self.algorithm, "known_priorities", None)
+        if known:  # each rank's replay priorities are its own (it sampled its own windows)
+            ts.save_priorities(known, tmp / f"priorities-rank{rank}.parquet")
         self.accelerator.wait_for_everyone()
         if self.accelerator.is_main_process:
             self._write_main_files(tmp)
@@ -424,4 +430,7 @@ class Learner:
         rank = self.accelerator.process_index
         ts.set_torch_rng(ts.load_tensors(where / f"rng-rank{rank}.safetensors"))
         self.rng = ts.numpy_rng_from_json(ts.read_json(where / f"rng-rank{rank}.json"))
+        priorities = where / f"priorities-rank{rank}.parquet"
+        if priorities.is_file() and hasattr(self.algorithm, "known_priorities"):
+            self.algorithm.known_priorities = ts.load_priorities(priorities)
         self._set_lr()

@@ -1,4 +1,4 @@
-"""Learner checkpoints without pickle: safetensors for tensors, JSON for everything else.
+"""Learner checkpoints without pickle: safetensors for tensors, JSON (and Parquet) for the rest.
 
 A checkpoint is one directory, written under a temporary name and renamed into place, so a
 reader sees either no checkpoint or a complete one::
@@ -8,6 +8,8 @@ reader sees either no checkpoint or a complete one::
     <dir>/optimizer.safetensors    optimizer tensors, keyed "<param index>.<state field>"
     <dir>/rng-rank<r>.safetensors  torch RNG state(s) of rank r (CPU, and CUDA when present)
     <dir>/rng-rank<r>.json         numpy sampling Generator state of rank r
+    <dir>/priorities-rank<r>.parquet  rank r's replay priorities by trajectory id (DistRL
+                                   with ``algorithm.distrl.rescore: new`` only)
     <dir>/train_state.json         step, policy version, optimizer scalars and param-group
                                    hyperparameters, world size, format version
 
@@ -180,6 +182,33 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise TrainStateError(f"checkpoint file missing: {path}")
     return load_file(str(path))
+
+
+def save_priorities(priorities: Mapping[str, float], path: Path) -> None:
+    """Replay priorities by trajectory id, as a two-column Parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "trajectory_id": pa.array(list(priorities), pa.string()),
+            "priority": pa.array(list(priorities.values()), pa.float64()),
+        }
+    )
+    pq.write_table(table, path)
+
+
+def load_priorities(path: Path) -> dict[str, float]:
+    """Read :func:`save_priorities` output; raises :class:`TrainStateError` when unreadable."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path, columns=["trajectory_id", "priority"])
+    except (OSError, KeyError, pa.ArrowException) as exc:
+        raise TrainStateError(f"{path}: unreadable priorities ({exc})") from exc
+    ids, prio = table.column("trajectory_id").to_pylist(), table.column("priority").to_pylist()
+    return dict(zip(ids, prio, strict=True))
 
 
 def publish_dir(tmp: Path, final: Path) -> None:

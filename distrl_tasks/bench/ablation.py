@@ -49,6 +49,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_prefit": {"algorithm.critic_prefit.enabled": False},
     "windows_4": {"algorithm.distrl.windows": 4},
     "windows_64": {"algorithm.distrl.windows": 64},
+    # priorities scored once per trajectory (then by the loss), not re-scored every round
+    "rescore_new": {"algorithm.distrl.rescore": "new"},
     # the learner that never waits: 0.02 updates per transition; an update reads 32 windows of
     # about 3 steps, so every transition is read about twice, and actors are not held back by
     # rounds (the replay window) but by the staleness gate

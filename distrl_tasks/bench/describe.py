@@ -89,7 +89,8 @@ def describe_settings(
         f"filter_top_fraction {a.filter_top_fraction} for DigiRL and Filtered BC)",
         f"DistRL's A-RIDE form: advantage `{a.distrl.advantage}`, actor windows from the top "
         f"{a.distrl.top_p:g} of trajectories by return, {a.distrl.windows} windows per "
-        f"optimizer step, window starts `{a.distrl.window_start}`, entropy `{a.distrl.entropy}`",
+        f"optimizer step, window starts `{a.distrl.window_start}`, entropy `{a.distrl.entropy}`, "
+        f"re-scoring `{a.distrl.rescore}`",
         f"config overrides for every run: {overrides}",
     ]
 

@@ -136,6 +136,7 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "env.prompt_history": 1,
     "orchestration.continuous.finish_reserve_s": 0.0,
     "orchestration.continuous.learner_process": False,
+    "algorithm.distrl.rescore": "all",
 }
 # New keys that only act in one mode, with the key that turns it off: off, they stay out too.
 MODE_KEYS: dict[str, str] = {

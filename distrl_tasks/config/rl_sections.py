@@ -33,6 +33,10 @@ class DistRLConfig:
     # window (the old sampler), "trajectory" = whole trajectories
     window_start: Literal["step", "fit", "trajectory"] = "step"
     entropy: Literal["off", "token_mean", "sum"] = "off"  # entropy bonus (released: off)
+    # DPER priorities at a round's start: "all" re-scores every stored trajectory with the
+    # current policy and critic; "new" scores only trajectories no earlier round scored and
+    # keeps the others' last priority (saved with the learner state), as Ape-X does
+    rescore: Literal["all", "new"] = "all"
 
     def validate(self, key: str) -> None:
         _check(0.0 < self.top_p <= 1.0, f"{key}.top_p", "must be in (0, 1]")

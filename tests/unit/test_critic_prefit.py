@@ -269,3 +269,64 @@ def test_digirl_critic_loss_scores_no_policy(policy):
     full = algo.loss(batch)  # the same critic terms as the full loss
     for name in ("losses/critic_step", "losses/critic_instruction"):
         assert out.terms[name].item() == pytest.approx(full.terms[name].item(), rel=1e-5)
+
+
+# --- DPER re-scoring ------------------------------------------------------------------------
+
+
+def test_rescore_new_scores_only_trajectories_without_a_priority(policy):
+    replay = replay_of(successes=2, failures=6)
+    algo = build_algorithm(config(rescore="new"), policy)
+    assert algo.prepare_round(replay)["train/rescored"] == 8
+    known = dict(algo.known_priorities)
+    assert sorted(known) == sorted(replay.trajectory_ids())
+    with torch.no_grad():  # a different critic: a full re-score would change every priority
+        for p in algo.critic.parameters():
+            p.add_(0.5)
+    extra = trajectory("late0", 3, True, seed=50) + trajectory("late1", 3, False, seed=51)
+    new_slots = replay.extend(table_from_rows(extra, DIM))
+    metrics = algo.prepare_round(replay)
+    assert metrics["train/rescored"] == 2 and metrics["train/trajectories"] == 10
+    now = dict(zip(replay.trajectory_ids(), replay.priorities().tolist(), strict=True))
+    assert all(now[tid] == pytest.approx(p) for tid, p in known.items())  # kept, not re-scored
+    assert {"late0", "late1"} <= set(algo.known_priorities)
+    rescored = algo.score_trajectories(replay, np.asarray(new_slots))
+    np.testing.assert_allclose(rescored, [now["late0"], now["late1"]], rtol=1e-6)
+    # under "all" the same call re-scores everything, with the changed critic
+    full = build_algorithm(config(), policy)
+    full.critic.load_state_dict(algo.critic.state_dict())
+    assert full.prepare_round(replay)["train/rescored"] == 10
+    assert replay.priorities()[0] != pytest.approx(known[replay.trajectory_ids()[0]])
+    assert full.known_priorities == {}  # "all" keeps nothing between rounds
+
+
+def test_rescore_new_priorities_travel_with_the_learner_checkpoint(policy, tmp_path):
+    replay = replay_of()
+    learner = learner_for(policy, tmp_path / "a", rescore="new")
+    learner.train_round(replay, 2)
+    known = dict(learner.algorithm.known_priorities)
+    assert len(known) == replay.num_trajectories
+    # the round's last losses re-prioritized the windows they trained on: those are kept too
+    assert known == dict(zip(replay.trajectory_ids(), replay.priorities().tolist(), strict=True))
+    saved = learner.save_checkpoint("round-0")
+    assert (saved / "priorities-rank0.parquet").is_file()
+    resumed = learner_for(build_policy(AgentConfig(), seed=1), tmp_path / "b", rescore="new")
+    resumed.load_checkpoint(saved)
+    assert resumed.algorithm.known_priorities == pytest.approx(known)
+    fresh = replay_of()  # the same trajectories, read again (as the next round does)
+    assert resumed.algorithm.prepare_round(fresh)["train/rescored"] == 0
+    # under "all" a checkpoint carries no priorities
+    plain = learner_for(policy, tmp_path / "c")
+    plain.train_round(replay, 1)
+    assert not (plain.save_checkpoint("round-0") / "priorities-rank0.parquet").exists()
+
+
+def test_unreadable_priorities_are_a_clear_error(tmp_path):
+    from distrl_tasks.algorithms import train_state as ts
+
+    path = tmp_path / "priorities-rank0.parquet"
+    ts.save_priorities({"a": 1.5, "b": 0.25}, path)
+    assert ts.load_priorities(path) == {"a": 1.5, "b": 0.25}
+    path.write_bytes(b"not parquet")
+    with pytest.raises(ts.TrainStateError, match="unreadable priorities"):
+        ts.load_priorities(path)

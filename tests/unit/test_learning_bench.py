@@ -292,9 +292,9 @@ def test_ablation_runs_in_parts_by_arm_name() -> None:
     picked = arms(["variants"], ["distrl-windows_4", "distrl-configured"])
     assert [a.name for a in picked] == ["distrl-configured", "distrl-windows_4"]  # fixed order
     assert picked[1].overrides == {"algorithm.distrl.windows": 4}
-    assert len(arms(["factorial", "variants"], None)) == 14
+    assert len(arms(["factorial", "variants"], None)) == 15
     section = _section("TABLE", LearningBenchSettings.smoke(), (1e-5,), picked, "cmd", 60.0)
-    assert "2 of the 14 arms (distrl-configured, distrl-windows_4)" in section
+    assert "2 of the 15 arms (distrl-configured, distrl-windows_4)" in section
     assert "lm_lr 1e-05 only (no learning-rate search)" in section and "TABLE" in section
     with pytest.raises(ValueError, match="distrl-windows_4"):  # a variant is not a factorial arm
         arms(["factorial"], ["distrl-windows_4"])
