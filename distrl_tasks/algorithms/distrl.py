@@ -20,18 +20,12 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
   ``policy_advantage = "positive"`` swaps the policy term for the released code's
   ``-E[w * min(rho_bar, rho) * 1[A > 0] * log pi]``: only actions that beat the critic are
   pushed up.
-* Released form (``algorithm.distrl``, the configured default until the ablation of issue 21
-  has run on the base policy): positive advantages; actor windows drawn uniformly from the
-  top ``p`` trajectories by return (``top_p``; the critic keeps training on prioritized windows
-  of the whole replay); ``windows`` actor windows per optimizer step through gradient
-  accumulation (released: 64); window starts uniform over stored steps (``window_start =
-  step``; the old ``fit`` starts sampled the rewarded last steps 4.8% of the time against 11%
-  of stored steps) or whole trajectories; entropy off (released), averaged per token, or summed.
-  Why not the paper's signed form by default (measured, issue 21): under a fresh critic 91% of
-  sampled steps get ``A < 0`` (86% of the non-final steps of successful trajectories), and even
-  calibrated 64% of 12-step batches hold no step with ``A > 0.05``; Adam makes every step the
-  same size, so the signed update pushed the shared correct navigation of a one-decision replay
-  down by 7.6 nats while Filtered BC raised it by 43.
+* Released form (``algorithm.distrl``, the default; fields documented in
+  :class:`~distrl_tasks.config.rl_sections.DistRLConfig`): positive advantages, actor windows
+  from the top-``p`` trajectories, ``windows`` per step, uniform window starts, no entropy.
+  Why not the paper's signed form (measured, issue 21): under a fresh critic 91% of sampled
+  steps get ``A < 0``, and Adam makes every step the same size, so the signed update pushed a
+  replay's shared correct navigation down by 7.6 nats where Filtered BC raised it by 43.
 * Critic pre-fit (:mod:`critic_fit`): a fresh critic gets the output bias
   ``logit(mean target)`` (:meth:`DistRL.init_critic_bias`) and critic-only steps
   (:meth:`DistRL.critic_loss`, which scores no policy: its Retrace targets take ``rho = 1``)
@@ -46,12 +40,13 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
   uses ``rho~ = exp(log pi - sg(log pi)) * sg(min(rho_bar, rho))``: its value is the truncated
   ratio and its gradient ``min(rho_bar, rho) * grad log pi``, so minimising it pushes down the
   log-probability of the actions the parser flagged invalid, with bounded variance.
-* DPER: trajectory priority ``w1 mean|delta| + w2 mean rho + w3 mean(-log pi)`` recomputed with
-  the current policy and critic for the whole replay in :meth:`DistRL.prepare_round` (the
-  continuous learner, after its first, only for arriving trajectories:
-  :meth:`DistRL.score_trajectories`), and for the sampled windows after each loss (written at
-  the next :meth:`DistRL.sample`); sampling is
-  the replay's prioritized sampling (``P ~ p^alpha``, weights ``(N P)^-beta``).
+* DPER: trajectory priority ``w1 mean|delta| + w2 mean rho + w3 mean(-log pi)`` under the
+  current policy and critic, set by :meth:`DistRL.prepare_round` (``rescore``: every stored
+  trajectory, or only those without a kept priority), by :meth:`DistRL.score_trajectories`
+  for arriving ones (the continuous learner) and for the sampled windows after each loss
+  (:mod:`priority_book`); sampling is the replay's (``P ~ p^alpha``, weights ``(N P)^-beta``).
+  With ``top_p < 1`` the critic-only windows are scored without autograd: their log-probs
+  only enter detached targets and priorities.
 """
 
 from __future__ import annotations
@@ -81,6 +76,7 @@ from distrl_tasks.algorithms.batch import (
     batch_from_sequences,
     batch_from_trajectories,
 )
+from distrl_tasks.algorithms.priority_book import PriorityBook
 from distrl_tasks.config import Config
 from distrl_tasks.data.replay import ReplayBuffer
 
@@ -185,13 +181,11 @@ class DistRL:
         if rescore not in ("all", "new"):
             raise ValueError(f"rescore must be all or new, got {rescore!r}")
         self.rescore = rescore
-        # trajectory id -> last DPER priority (rescore="new"; saved with the learner state)
-        self.known_priorities: dict[str, float] = {}
+        self.book = PriorityBook(keep=rescore == "new")
         self.top_p, self.windows = float(top_p), windows
         self.window_start, self.entropy = window_start, entropy
         self.kept_slots: np.ndarray | None = None  # top-p trajectories (prepare_round)
         self.policy_version: int | None = None  # set by the learner for the staleness metric
-        self._pending: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def from_config(cls, cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> DistRL:
@@ -283,59 +277,32 @@ class DistRL:
         and critic; ``"new"`` scores only the trajectories without a known priority (a full
         re-score of 374 trajectories took 102 s on the benchmark's CPU, 18 updates' worth).
         """
-        slots = np.asarray(replay.slots, dtype=np.int64)
-        if len(slots) == 0:
+        if replay.num_trajectories == 0:
             raise ValueError("prepare_round: the replay buffer is empty")
-        if self.rescore == "all":
-            self._pending = None
-            todo = slots
-        else:
-            self.remember_priorities(replay)  # the last losses' priorities join the known ones
-            ids = replay.trajectory_ids()  # aligned with replay.slots: both oldest first
-            known = np.array([i in self.known_priorities for i in ids], dtype=bool)
-            if known.any():
-                kept = [self.known_priorities[i] for i, k in zip(ids, known, strict=True) if k]
-                replay.update_priorities(slots[known], kept)
-            todo = slots[~known]
+        todo = self.book.restore(replay)
         if len(todo):
-            scored = self.score_trajectories(replay, todo)
-            if self.rescore == "new":
-                fresh = [replay.trajectory(s).column("trajectory_id")[0].as_py() for s in todo]
-                self.known_priorities.update(zip(fresh, scored.tolist(), strict=True))
+            self.book.scored(replay, todo, self.score_trajectories(replay, todo))
         prio = replay.priorities()
         metrics = {
             "train/priority_mean": float(prio.mean()),
             "train/priority_max": float(prio.max()),
-            "train/trajectories": float(len(slots)),
+            "train/trajectories": float(replay.num_trajectories),
             "train/rescored": float(len(todo)),
         }
         return {**metrics, **self.refresh_filter(replay)}
 
-    def remember_priorities(self, replay: ReplayBuffer) -> None:
-        """Write the last loss's pending priorities, then refresh :attr:`known_priorities`
-        from the replay for the stored trajectories already scored (evicted ones are dropped).
-        Nothing to keep under ``rescore="all"``."""
-        if self.rescore == "all":
-            return
-        self._flush_pending(replay)
-        ids, prio = replay.trajectory_ids(), replay.priorities().tolist()
-        known = self.known_priorities
-        self.known_priorities = {i: p for i, p in zip(ids, prio, strict=True) if i in known}
+    @property
+    def known_priorities(self) -> dict[str, float]:
+        """Trajectory id -> last DPER priority (``rescore="new"``; the learner saves it)."""
+        return self.book.known
 
-    def _flush_pending(self, replay: ReplayBuffer) -> None:
-        """Write the priorities the last :meth:`loss` computed for its windows' trajectories."""
-        if self._pending is None:
-            return
-        slots, prio = self._pending
-        self._pending = None
-        live = np.isin(slots, np.asarray(replay.slots, dtype=np.int64))
-        if not live.any():
-            return
-        replay.update_priorities(slots[live], prio[live])
-        if self.rescore == "new":  # a loss scored them: they count as known
-            for s, p in zip(slots[live].tolist(), prio[live].tolist(), strict=True):
-                tid = replay.trajectory(s).column("trajectory_id")[0].as_py()
-                self.known_priorities[tid] = p
+    @known_priorities.setter
+    def known_priorities(self, value: dict[str, float]) -> None:
+        self.book.known = dict(value)
+
+    def remember_priorities(self, replay: ReplayBuffer) -> None:
+        """End of a round: keep every stored trajectory's priority by id (``rescore="new"``)."""
+        self.book.remember(replay)
 
     @torch.no_grad()
     def score_trajectories(self, replay: ReplayBuffer, slots: np.ndarray) -> np.ndarray:
@@ -378,7 +345,7 @@ class DistRL:
         (slots evicted since are skipped). The learner's ``rng`` (one stream per rank, saved in
         its checkpoints) draws, so ranks sample different windows and resume is exact.
         """
-        self._flush_pending(replay)
+        self.book.flush(replay)
         if self.window_start == "trajectory":
             length, starts = D.max_length(replay), "fit"  # one window from step 0, padded
         else:
@@ -453,7 +420,7 @@ class DistRL:
             positive_only=self.positive_only,
             ratio_clip=self.ratio_clip,
         )
-        self._pending = (batch.slots.copy(), self._priorities(ev, log_probs, batch, mask))
+        self.book.defer(batch.slots, self._priorities(ev, log_probs, batch, mask))
         terms["losses/value"] = critic_loss
         rhos = torch.exp(log_probs.detach() - mu)[mask]
         clipped = rhos.clamp(max=self.rho_bar)

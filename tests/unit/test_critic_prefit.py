@@ -218,7 +218,7 @@ def test_critic_rows_are_scored_without_gradient_and_change_nothing(policy):
             out = algo.loss(batch)
         out.loss.backward()
         grads = [p.grad.clone() for p in policy.model.parameters() if p.grad is not None]
-        return out.loss.detach(), grads, algo._pending[1], sum(saved)
+        return out.loss.detach(), grads, algo.book.pending[1], sum(saved)
 
     loss, grads, prio, saved = run()
     ref_loss, ref_grads, ref_prio, ref_saved = run(lambda b: score_steps(policy, b)[:2])
@@ -315,6 +315,8 @@ def test_rescore_new_priorities_travel_with_the_learner_checkpoint(policy, tmp_p
     assert resumed.algorithm.known_priorities == pytest.approx(known)
     fresh = replay_of()  # the same trajectories, read again (as the next round does)
     assert resumed.algorithm.prepare_round(fresh)["train/rescored"] == 0
+    restored = dict(zip(fresh.trajectory_ids(), fresh.priorities().tolist(), strict=True))
+    assert restored == pytest.approx(known)  # the kept priorities, not the placeholders
     # under "all" a checkpoint carries no priorities
     plain = learner_for(policy, tmp_path / "c")
     plain.train_round(replay, 1)
