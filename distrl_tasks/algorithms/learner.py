@@ -17,20 +17,17 @@ ranks' samples. Learning rate: linear warmup over ``warmup_steps`` then constant
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from accelerate import Accelerator
 
-from distrl_tasks.agents import checkpoint as policy_checkpoint
 from distrl_tasks.agents.policy import AutoUIPolicy
-from distrl_tasks.algorithms import critic_fit
+from distrl_tasks.algorithms import critic_fit, learner_checkpoint
 from distrl_tasks.algorithms import train_state as ts
 from distrl_tasks.algorithms.base import Algorithm
 from distrl_tasks.config import Config, CriticPrefitConfig
@@ -333,7 +330,7 @@ class Learner:
 
     # --- checkpoints ------------------------------------------------------------------------
 
-    def _policy(self) -> AutoUIPolicy | None:
+    def trained_policy(self) -> AutoUIPolicy | None:
         """The algorithm's AutoUIPolicy when ``modules()["policy"]`` is its model."""
         policy = getattr(self.algorithm, "policy", None)
         if isinstance(policy, AutoUIPolicy) and self.modules.get("policy") is policy.model:
@@ -343,56 +340,10 @@ class Learner:
     def save_checkpoint(self, name: str | None = None) -> Path:
         """Write a complete, atomically published checkpoint; returns its directory.
 
-        Collective: every process must call it (each contributes its RNG states).
+        Collective: every process must call it (each contributes its RNG states). The layout
+        is :mod:`train_state`'s; :mod:`learner_checkpoint` writes it.
         """
-        root = self.out_dir / "checkpoints"
-        name = name or f"step-{self.step:08d}"
-        final, tmp = root / name, root / f".tmp-{name}"
-        rank = self.accelerator.process_index
-        if self.accelerator.is_main_process:
-            root.mkdir(parents=True, exist_ok=True)
-            if tmp.exists():
-                shutil.rmtree(tmp)
-            tmp.mkdir()
-        self.accelerator.wait_for_everyone()
-        ts.save_tensors(ts.torch_rng_tensors(), tmp / f"rng-rank{rank}.safetensors")
-        ts.write_json(tmp / f"rng-rank{rank}.json", ts.numpy_rng_json(self.rng))
-        known = getattr(self.algorithm, "known_priorities", None)
-        if known:  # each rank's replay priorities are its own (it sampled its own windows)
-            ts.save_priorities(known, tmp / f"priorities-rank{rank}.parquet")
-        self.accelerator.wait_for_everyone()
-        if self.accelerator.is_main_process:
-            self._write_main_files(tmp)
-            ts.publish_dir(tmp, final)
-            ts.write_latest(root, name)
-        self.accelerator.wait_for_everyone()
-        return final
-
-    def _write_main_files(self, tmp: Path) -> None:
-        policy = self._policy()
-        meta = {
-            "policy_version": self.policy_version,
-            "step": self.step,
-            "algorithm": self.algorithm.name,
-        }
-        if policy is not None:
-            policy.save(tmp / ts.POLICY_DIR, metadata=meta)
-        (tmp / ts.MODULES_DIR).mkdir()
-        for role, module in self.modules.items():
-            if policy is None or role != "policy":
-                ts.save_module(module, tmp / ts.MODULES_DIR / f"{role}.safetensors")
-        tensors, opt_meta = ts.optimizer_to_files(self.optimizer)
-        ts.save_tensors(tensors, tmp / ts.OPTIMIZER_FILE)
-        state: dict[str, Any] = {
-            "format_version": ts.FORMAT_VERSION,
-            **meta,
-            "seed": self.seed,
-            "world_size": self.accelerator.num_processes,
-            "grad_accum_steps": self.grad_accum_steps,
-            "modules": sorted(self.modules),
-            "optimizer": opt_meta,
-        }
-        ts.write_json(tmp / ts.STATE_FILE, state)
+        return learner_checkpoint.save(self, name or f"step-{self.step:08d}")
 
     def load_checkpoint(self, path: str | os.PathLike) -> None:
         """Restore weights, optimizer, schedule, counters and RNG states from ``path``.
@@ -401,36 +352,5 @@ class Learner:
             TrainStateError: a missing file, another world size, or modules/optimizer groups
                 that do not match this learner.
         """
-        where = Path(path)
-        state = ts.read_json(where / ts.STATE_FILE)
-        if state.get("format_version") != ts.FORMAT_VERSION:
-            raise ts.TrainStateError(
-                f"{where}: unsupported format_version {state.get('format_version')!r}"
-            )
-        if state["world_size"] != self.accelerator.num_processes:
-            raise ts.TrainStateError(
-                f"{where}: saved by {state['world_size']} processes, resuming with "
-                f"{self.accelerator.num_processes}; per-rank sampling streams would not match"
-            )
-        if state["modules"] != sorted(self.modules):
-            raise ts.TrainStateError(
-                f"{where}: modules {state['modules']} vs learner {sorted(self.modules)}"
-            )
-        policy = self._policy()
-        for role, module in self.modules.items():
-            if policy is not None and role == "policy":
-                saved, _ = policy_checkpoint.load_checkpoint(where / ts.POLICY_DIR)
-                module.load_state_dict(saved.state_dict())
-            else:
-                ts.load_module(module, where / ts.MODULES_DIR / f"{role}.safetensors")
-        ts.optimizer_from_files(
-            self.optimizer, ts.load_tensors(where / ts.OPTIMIZER_FILE), state["optimizer"]
-        )
-        self.step, self.policy_version = int(state["step"]), int(state["policy_version"])
-        rank = self.accelerator.process_index
-        ts.set_torch_rng(ts.load_tensors(where / f"rng-rank{rank}.safetensors"))
-        self.rng = ts.numpy_rng_from_json(ts.read_json(where / f"rng-rank{rank}.json"))
-        priorities = where / f"priorities-rank{rank}.parquet"
-        if priorities.is_file() and hasattr(self.algorithm, "known_priorities"):
-            self.algorithm.known_priorities = ts.load_priorities(priorities)
+        learner_checkpoint.load(self, Path(path))
         self._set_lr()
