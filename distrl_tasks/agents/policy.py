@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.fast_sampling import decode_fast
 from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
+from distrl_tasks.agents.policy_types import Observation, Sample, Scores, format_prompt
 from distrl_tasks.agents.reference_sampling import decode_reference
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.config import AgentConfig
@@ -56,42 +56,15 @@ from distrl_tasks.config import AgentConfig
 logger = logging.getLogger(__name__)
 
 DECODERS = ("fast", "reference")
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What the policy sees at one step: the AutoUI prompt and the last frame's features."""
-
-    prompt: str  # "Previous Actions: ... Goal: ..." (see format_prompt)
-    image_features: np.ndarray | torch.Tensor  # [D], one screenshot's encoder output
-
-
-def format_prompt(goal: str, previous_actions: Sequence[str] = (), history: int = 1) -> str:
-    """AutoUI's prompt: the last ``history`` actions (the papers keep 1), then the goal."""
-    if history < 0:
-        raise ValueError(f"history must be >= 0, got {history}")
-    recent = list(previous_actions)[-history:] if history else []
-    return "Previous Actions: " + " ".join(recent) + " Goal: " + goal
-
-
-@dataclass(frozen=True)
-class Sample:
-    """Result of :meth:`AutoUIPolicy.sample`."""
-
-    texts: list[str]  # decoded actions, eos removed
-    token_ids: list[list[int]]  # the exact sampled ids (eos included when produced)
-    log_probs: torch.Tensor  # [B] behaviour log-probs (see the module docstring)
-    canonical: list[bool]  # sampled ids == the tokenizer's encoding of the text
-
-
-@dataclass(frozen=True)
-class Scores:
-    """Result of :meth:`AutoUIPolicy.score`; every tensor carries gradient."""
-
-    log_prob: torch.Tensor  # [B] sum of token log-probs
-    entropy: torch.Tensor  # [B] sum over the action's positions of the per-token entropy
-    token_log_probs: torch.Tensor  # [B, T] zero beyond each action's length
-    lengths: torch.Tensor  # [B] scored tokens per action
+__all__ = [
+    "DECODERS",
+    "AutoUIPolicy",
+    "Observation",
+    "Sample",
+    "Scores",
+    "build_policy",
+    "format_prompt",
+]
 
 
 class AutoUIPolicy:
