@@ -73,7 +73,6 @@ from distrl_tasks.algorithms.base import (
 from distrl_tasks.algorithms.batch import (
     DEFAULT_HORIZONS,
     Batch,
-    batch_from_sequences,
     batch_from_trajectories,
 )
 from distrl_tasks.algorithms.priority_book import PriorityBook
@@ -149,37 +148,26 @@ class DistRL:
         entropy: str = "sum",
         rescore: str = "all",
     ) -> None:
-        if sequence_length < 1:
-            raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
-        self.policy = policy
-        self.critic = critic
+        D.check_form(
+            sequence_length=sequence_length,
+            ratio_clip=ratio_clip,
+            top_p=top_p,
+            windows=windows,
+            policy_advantage=(policy_advantage, ("positive", "signed")),
+            window_start=(window_start, ("fit", "step", "trajectory")),
+            entropy=(entropy, ("sum", "token_mean", "off")),
+            rescore=(rescore, ("all", "new")),
+        )
+        self.policy, self.critic = policy, critic
         self.gamma, self.lambda_ = float(gamma), float(lambda_)
         self.rho_bar, self.c_bar = float(rho_bar), float(c_bar)
         self.entropy_coef, self.invalid_coef = float(entropy_coef), float(invalid_coef)
-        if policy_advantage not in ("positive", "signed"):
-            raise ValueError(
-                f"policy_advantage must be 'positive' or 'signed', got {policy_advantage!r}"
-            )
         self.positive_only = policy_advantage == "positive"
-        if not 0.0 <= ratio_clip < 1.0:
-            raise ValueError(f"ratio_clip must be in [0, 1), got {ratio_clip}")
-        self.ratio_clip = float(ratio_clip)
-        self.sequence_length = int(sequence_length)
+        self.ratio_clip, self.sequence_length = float(ratio_clip), int(sequence_length)
         self.priority_weights = tuple(float(w) for w in priority_weights)
         self.priority_beta = float(priority_beta)
         self.priority_rho_clip = float(priority_rho_clip)
-        self.horizons = dict(horizons)
-        self.chunk = int(chunk)
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        if windows is not None and windows < 1:
-            raise ValueError(f"windows must be >= 1, got {windows}")
-        if window_start not in ("fit", "step", "trajectory"):
-            raise ValueError(f"window_start must be fit, step or trajectory, got {window_start!r}")
-        if entropy not in ("sum", "token_mean", "off"):
-            raise ValueError(f"entropy must be sum, token_mean or off, got {entropy!r}")
-        if rescore not in ("all", "new"):
-            raise ValueError(f"rescore must be all or new, got {rescore!r}")
+        self.horizons, self.chunk = dict(horizons), int(chunk)
         self.rescore = rescore
         self.book = PriorityBook(keep=rescore == "new")
         self.top_p, self.windows = float(top_p), windows
@@ -350,20 +338,19 @@ class DistRL:
             length, starts = D.max_length(replay), "fit"  # one window from step 0, padded
         else:
             length, starts = self.sequence_length, self.window_start
-        seq = replay.sample_sequences(
-            batch_size, length, prioritized=True, beta=self.priority_beta, rng=rng, starts=starts
-        )
-        if self.top_p >= 1.0:
-            return batch_from_sequences(seq, replay, horizons=self.horizons)
-        if self.kept_slots is None:
+        filtered = self.top_p < 1.0
+        if filtered and self.kept_slots is None:
             raise ValueError("top_p < 1 needs the filtered trajectories: call prepare_round first")
-        actor = replay.sample_sequences(
-            batch_size, length, rng=rng, starts=starts, among=self.kept_slots
+        return D.sample_windows(
+            replay,
+            batch_size,
+            rng,
+            length=length,
+            starts=starts,
+            beta=self.priority_beta,
+            horizons=self.horizons,
+            kept_slots=self.kept_slots if filtered else None,
         )
-        batch = batch_from_sequences(D.concat_sequences(seq, actor), replay, horizons=self.horizons)
-        batch.critic_rows = torch.arange(2 * batch_size) < batch_size
-        batch.actor_rows = ~batch.critic_rows
-        return batch
 
     def _targets(self, ev: _Evaluated, log_rhos: torch.Tensor, mask: torch.Tensor):
         return F.retrace(

@@ -14,8 +14,31 @@ import pyarrow as pa
 import torch
 
 from distrl_tasks.algorithms import critic_fit
-from distrl_tasks.algorithms.batch import Batch, batch_from_trajectories
+from distrl_tasks.algorithms.batch import Batch, batch_from_sequences, batch_from_trajectories
 from distrl_tasks.data.replay import ReplayBuffer, SequenceBatch
+
+
+def check_form(
+    *,
+    sequence_length: int,
+    ratio_clip: float,
+    top_p: float,
+    windows: int | None,
+    **choices: tuple[str, tuple[str, ...]],
+) -> None:
+    """Raise ``ValueError`` naming the first out-of-range :class:`DistRL` argument; each of
+    ``choices`` is ``name=(value, allowed values)``."""
+    if sequence_length < 1:
+        raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
+    if not 0.0 <= ratio_clip < 1.0:
+        raise ValueError(f"ratio_clip must be in [0, 1), got {ratio_clip}")
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if windows is not None and windows < 1:
+        raise ValueError(f"windows must be >= 1, got {windows}")
+    for name, (value, allowed) in choices.items():
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 
 
 def _step_rewards(traj: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -83,6 +106,33 @@ def concat_sequences(first: SequenceBatch, second: SequenceBatch) -> SequenceBat
         starts=np.concatenate([first.starts, second.starts]),
         weights=np.concatenate([first.weights, second.weights]).astype(np.float32),
     )
+
+
+def sample_windows(
+    replay: ReplayBuffer,
+    batch_size: int,
+    rng: np.random.Generator,
+    *,
+    length: int,
+    starts: str,
+    beta: float,
+    horizons: Mapping[str, int],
+    kept_slots: np.ndarray | None,
+) -> Batch:
+    """``batch_size`` prioritized windows of ``length`` steps; with ``kept_slots`` (a top-p
+    filter) the critic trains on them and ``batch_size`` more, drawn uniformly from the kept
+    trajectories, train the actor (``Batch.critic_rows`` / ``actor_rows``, critic rows first).
+    ``starts`` is ``ReplayBuffer.sample_sequences``'s; ``rng`` draws everything."""
+    seq = replay.sample_sequences(
+        batch_size, length, prioritized=True, beta=beta, rng=rng, starts=starts
+    )
+    if kept_slots is None:
+        return batch_from_sequences(seq, replay, horizons=horizons)
+    actor = replay.sample_sequences(batch_size, length, rng=rng, starts=starts, among=kept_slots)
+    batch = batch_from_sequences(concat_sequences(seq, actor), replay, horizons=horizons)
+    batch.critic_rows = torch.arange(2 * batch_size) < batch_size
+    batch.actor_rows = ~batch.critic_rows
+    return batch
 
 
 @torch.no_grad()
