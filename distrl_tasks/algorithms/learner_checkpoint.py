@@ -3,7 +3,8 @@
 The files and their format are :mod:`train_state`'s; this module knows which parts of a learner
 go where. Saving is collective (every rank writes its RNG streams and, for DistRL with
 ``rescore: new``, its replay priorities); the main rank writes the rest and publishes the
-directory atomically.
+directory atomically, then deletes states older than the newest
+``algorithm.keep_states``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def save(learner: Learner, name: str) -> Path:
         _write_main_files(learner, tmp)
         ts.publish_dir(tmp, final)
         ts.write_latest(root, name)
+        ts.prune_checkpoints(root, learner.cfg.algorithm.keep_states)
     learner.accelerator.wait_for_everyone()
     return final
 

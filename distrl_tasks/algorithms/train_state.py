@@ -233,6 +233,39 @@ def write_latest(root: Path, name: str) -> None:
     os.replace(tmp, root / LATEST_FILE)
 
 
+def prune_checkpoints(root: str | os.PathLike, keep: int) -> list[Path]:
+    """Delete all but the ``keep`` newest complete checkpoints under ``root``; 0 keeps all.
+
+    Newest means the highest saved ``step`` (then name), and the one ``root/latest`` names is
+    never deleted: resuming needs only it, so older states are disk space (88 MB each for the
+    tiny policy with its critic and Adam moments) that a long run would otherwise pile up.
+    Temporary and half-written directories are left to :func:`publish_dir`'s next writer.
+
+    Returns:
+        The deleted directories.
+    """
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0, got {keep}")
+    root = Path(root)
+    if keep == 0 or not root.is_dir():
+        return []
+    latest = latest_checkpoint(root)
+    complete = [
+        d for d in root.iterdir() if not d.name.startswith(".") and (d / STATE_FILE).is_file()
+    ]
+
+    def order(d: Path) -> tuple[int, str]:
+        try:
+            return int(read_json(d / STATE_FILE).get("step", -1)), d.name
+        except (OSError, ValueError):
+            return -1, d.name  # unreadable state: oldest, pruned first
+
+    stale = [d for d in sorted(complete, key=order, reverse=True)[keep:] if d != latest]
+    for d in stale:
+        shutil.rmtree(d, ignore_errors=True)
+    return stale
+
+
 def latest_checkpoint(root: str | os.PathLike) -> Path | None:
     """The checkpoint ``root/latest`` names, or None when there is none yet."""
     pointer = Path(root) / LATEST_FILE

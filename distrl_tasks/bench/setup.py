@@ -138,6 +138,8 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "orchestration.continuous.learner_process": False,
     "algorithm.distrl.rescore": "all",
 }
+# Keys that decide what is kept on disk, never what a run learns: they never name a result.
+STORAGE_KEYS: frozenset[str] = frozenset({"algorithm.keep_states"})
 # New keys that only act in one mode, with the key that turns it off: off, they stay out too.
 MODE_KEYS: dict[str, str] = {
     "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",
@@ -154,6 +156,8 @@ def _cache_view(cfg: Config) -> dict[str, Any]:
     flat = cfg.to_flat_dict()
 
     def counts(k: str, v: Any) -> bool:
+        if k in STORAGE_KEYS:
+            return False
         if k in MODE_KEYS and not flat[MODE_KEYS[k]]:
             return False
         return k not in NEUTRAL_NEW_KEYS or NEUTRAL_NEW_KEYS[k] != v

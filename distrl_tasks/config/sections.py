@@ -178,6 +178,7 @@ class AlgorithmConfig:
     priority_beta: float = 0.4  # importance-weight exponent of prioritized sampling
     priority_rho_clip: float = 10.0  # cap on rho inside DPER priorities (one stale trajectory)
     digirl_lambda: float = 0.5  # DigiRL doubly-robust advantage lambda (lambda^(H-h) weight)
+    keep_states: int = 2  # newest learner states kept in runs/learner/checkpoints (0 = all)
     distrl: DistRLConfig = field(default_factory=DistRLConfig)  # A-RIDE's form (released)
     critic_prefit: CriticPrefitConfig = field(default_factory=CriticPrefitConfig)  # fresh critic
 
@@ -210,6 +211,7 @@ class AlgorithmConfig:
         _check(self.priority_rho_clip > 0, f"{key}.priority_rho_clip", "must be > 0")
         _check(0.0 <= self.ratio_clip < 1.0, f"{key}.ratio_clip", "must be in [0, 1)")
         _check(0.0 <= self.digirl_lambda <= 1.0, f"{key}.digirl_lambda", "must be in [0, 1]")
+        _check(self.keep_states >= 0, f"{key}.keep_states", "must be >= 0 (0 keeps all)")
 
 
 @dataclass(frozen=True)

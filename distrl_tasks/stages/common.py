@@ -7,7 +7,8 @@ Layout under the project's working directory (``workdir``)::
     <data.root>/raw/                   shards as collected (oracle-labeled on the simulator)
     <data.root>/labeled/               shards after labeling: what replay reads
     runs/checkpoints/r000003/          the policy trained in round 3 (safetensors)
-    runs/learner/                      learner state (critics, optimizer) carried across rounds
+    runs/learner/checkpoints/          learner states (critics, optimizer) carried across rounds:
+                                       the newest ``algorithm.keep_states`` are kept
 
 A stage is idempotent: when its manifest exists (and says it finished), ``run`` returns it and
 touches nothing. Manifests are written atomically, last, so a crash mid-stage leaves no manifest

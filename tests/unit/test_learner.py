@@ -272,6 +272,44 @@ def test_checkpoint_layout_is_pickle_free_and_servable(tmp_path: Path) -> None:
     assert json.loads((again / "train_state.json").read_text())["step"] == 3
 
 
+def test_only_the_newest_learner_states_stay_on_disk(tmp_path: Path) -> None:
+    lrn = learner(tmp_path / "two", cfg=config(keep_states=2))
+    saved = []
+    for _ in range(4):
+        lrn.train_round(replay_of(), steps=1)
+        saved.append(lrn.save_checkpoint())
+    root = tmp_path / "two" / "checkpoints"
+    assert sorted(d.name for d in root.iterdir() if d.is_dir()) == [p.name for p in saved[2:]]
+    assert latest_checkpoint(root) == saved[-1]
+    resumed = learner(tmp_path / "r")
+    resumed.load_checkpoint(latest_checkpoint(root))
+    assert resumed.step == 4
+    # 0 keeps every state
+    keep_all = learner(tmp_path / "all", cfg=config(keep_states=0))
+    for _ in range(3):
+        keep_all.train_round(replay_of(), steps=1)
+        keep_all.save_checkpoint()
+    assert len([d for d in (tmp_path / "all" / "checkpoints").iterdir() if d.is_dir()]) == 3
+
+
+def test_pruning_never_deletes_the_state_latest_names(tmp_path: Path) -> None:
+    from distrl_tasks.algorithms.train_state import prune_checkpoints, write_latest
+
+    root = tmp_path / "checkpoints"
+    for name, step in (("a", 1), ("b", 5), ("c", 3)):
+        (root / name).mkdir(parents=True)
+        (root / name / "train_state.json").write_text(json.dumps({"step": step}))
+    (root / ".tmp-d").mkdir()  # a writer's half-finished state is not ours to delete
+    (root / "half").mkdir()  # no train_state.json: not a checkpoint
+    write_latest(root, "a")  # e.g. a resumed run re-saved an older name
+    deleted = prune_checkpoints(root, keep=1)
+    assert sorted(d.name for d in deleted) == ["c"]
+    assert sorted(d.name for d in root.iterdir() if d.is_dir()) == [".tmp-d", "a", "b", "half"]
+    assert prune_checkpoints(root, keep=0) == []
+    with pytest.raises(ValueError, match="keep"):
+        prune_checkpoints(root, keep=-1)
+
+
 def test_resume_rejects_mismatched_checkpoints(tmp_path: Path) -> None:
     lrn = learner(tmp_path)
     path = lrn.save_checkpoint()

@@ -205,13 +205,14 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
 
 
 def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
-    from distrl_tasks.bench.setup import NEUTRAL_NEW_KEYS, _cache_view, _digest
+    from distrl_tasks.bench.setup import NEUTRAL_NEW_KEYS, STORAGE_KEYS, _cache_view, _digest
 
     smoke = LearningBenchSettings.smoke()
     base = run_config(smoke, "general", latency=False)
     assert base.env.prompt_history == NEUTRAL_NEW_KEYS["env.prompt_history"]
     # The key of a config that predates the new key is the key of the same config today.
-    before = {k: v for k, v in base.to_flat_dict().items() if k not in NEUTRAL_NEW_KEYS}
+    skip = set(NEUTRAL_NEW_KEYS) | STORAGE_KEYS
+    before = {k: v for k, v in base.to_flat_dict().items() if k not in skip}
     assert _cache_view(base) == before
     assert _digest(_cache_view(base)) == _digest(before)
     # a mode's key stays out while the mode is off, and counts once it is on
@@ -231,6 +232,11 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     two = dataclasses.replace(base, env=dataclasses.replace(base.env, prompt_history=2))
     assert _cache_view(two)["env.prompt_history"] == 2
     assert sft_key(two, smoke) != sft_key(base, smoke)
+    # how many learner states stay on disk never names a result
+    keep_all = dataclasses.replace(
+        base, algorithm=dataclasses.replace(base.algorithm, keep_states=0)
+    )
+    assert _cache_view(keep_all) == _cache_view(base)
 
 
 def test_cli_flags_become_settings() -> None:
