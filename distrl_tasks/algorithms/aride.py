@@ -10,7 +10,7 @@ import torch
 
 from distrl_tasks.algorithms.base import masked_average
 
-__all__ = ["actor_loss"]
+__all__ = ["actor_loss", "loss_diagnostics"]
 
 
 def actor_loss(
@@ -65,3 +65,37 @@ def actor_loss(
     p_invalid = masked_average(w * invalid.to(log_probs.dtype) * rho_tilde, mask)
     loss = policy - entropy_coef * ent + invalid_coef * p_invalid
     return loss, {"losses/policy": policy, "losses/entropy": ent, "losses/invalid": p_invalid}
+
+
+@torch.no_grad()
+def loss_diagnostics(
+    log_probs: torch.Tensor,
+    behavior_log_probs: torch.Tensor,
+    pg_advantages: torch.Tensor,
+    targets: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    actor_mask: torch.Tensor,
+    *,
+    rho_bar: float,
+) -> dict[str, float]:
+    """What one A-RIDE loss saw, all ``[B, T]`` inputs (``mask``: real steps, ``actor_mask``:
+    the actor rows' real steps).
+
+    ``train/ess`` is the normalised effective sample size of the truncated ratios
+    ``(sum c)^2 / (n sum c^2)`` with ``c = min(rho_bar, rho)``; ``train/clip_frac`` the share of
+    steps with ``rho > rho_bar``; ``train/adv_mean`` and ``train/adv_pos_frac`` the advantages
+    the actor was given; ``train/value_mean`` and ``train/target_mean`` the critic's ``V`` and
+    its Retrace targets.
+    """
+    rhos = torch.exp(log_probs - behavior_log_probs)[mask]
+    clipped = rhos.clamp(max=rho_bar)
+    ess = clipped.sum() ** 2 / (len(clipped) * (clipped**2).sum()).clamp(min=1e-12)
+    return {
+        "train/ess": float(ess),
+        "train/clip_frac": float((rhos > rho_bar).float().mean()),
+        "train/adv_mean": float(masked_average(pg_advantages, actor_mask)),
+        "train/adv_pos_frac": float(masked_average((pg_advantages > 0).float(), actor_mask)),
+        "train/value_mean": float(masked_average(values, mask)),
+        "train/target_mean": float(masked_average(targets, mask)),
+    }

@@ -52,21 +52,20 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from distrl_tasks.agents.critics import StepCritic, trainable_parameters, weighted_bce
+from distrl_tasks.agents.critics import StepCritic, trainable_parameters
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import critic_fit
+from distrl_tasks.algorithms import distrl_critic as DC
 from distrl_tasks.algorithms import distrl_data as D
 from distrl_tasks.algorithms import functional as F
-from distrl_tasks.algorithms.aride import actor_loss
+from distrl_tasks.algorithms.aride import actor_loss, loss_diagnostics
 from distrl_tasks.algorithms.base import (
     LossOutput,
     critic_text_encoder,
-    masked_average,
     param_group,
     score_steps,
 )
@@ -78,17 +77,6 @@ from distrl_tasks.algorithms.batch import (
 from distrl_tasks.algorithms.priority_book import PriorityBook
 from distrl_tasks.config import Config
 from distrl_tasks.data.replay import ReplayBuffer
-
-
-@dataclass
-class _Evaluated:
-    """Critic and policy quantities of a batch needed by both the loss and the priorities."""
-
-    logits: torch.Tensor  # [B*T, 2] critic logits at s_t (with gradient)
-    values: torch.Tensor  # [B, T] V(s_t), detached
-    bootstrap: torch.Tensor  # [B] V after each row's last real step, detached
-    rewards: torch.Tensor  # [B, T] reward + penalty
-    discounts: torch.Tensor  # [B, T]
 
 
 class DistRL:
@@ -220,42 +208,17 @@ class DistRL:
             param_group("critic", trainable_parameters(self.critic), lr_critic),
         ]
 
-    def _evaluate(self, batch: Batch) -> _Evaluated:
-        b, t = batch.batch_size, batch.length
-        dim = batch.features.shape[-1]
-        device = self.critic.heads[0][0].weight.device
-        logits = self.critic(
-            batch.prompts, batch.prev_features.reshape(-1, dim), batch.features.reshape(-1, dim)
-        )
-        values = torch.sigmoid(logits.detach()).min(dim=1).values.reshape(b, t)
-        with torch.no_grad():
-            next_values = self.critic.values(
-                batch.next_prompts,
-                batch.features.reshape(-1, dim),
-                batch.next_features.reshape(-1, dim),
-            ).reshape(b, t)
-        last = (batch.mask.sum(dim=1) - 1).clamp(min=0).to(device)
-        bootstrap = next_values.gather(1, last.unsqueeze(1)).squeeze(1)
-        rewards = (batch.rewards + batch.penalties).to(device)
-        discounts = F.discounts_from_dones(batch.dones.to(device), self.gamma, torch.float32)
-        return _Evaluated(logits, values, bootstrap, rewards, discounts)
-
     def _priorities(
-        self, ev: _Evaluated, log_probs: torch.Tensor, batch: Batch, mask: torch.Tensor
+        self, ev: DC.Evaluated, log_probs: torch.Tensor, batch: Batch, mask: torch.Tensor
     ) -> np.ndarray:
-        deltas = F.td_errors(ev.rewards, ev.values, ev.bootstrap, ev.discounts, mask=mask)
-        w1, w2, w3 = self.priority_weights
-        prio = F.dper_priority(
-            deltas,
-            log_probs.detach(),
-            batch.behavior_log_probs.to(deltas.device),
-            w1=w1,
-            w2=w2,
-            w3=w3,
+        return DC.priorities(
+            ev,
+            log_probs,
+            batch,
+            mask,
+            weights=self.priority_weights,
             rho_clip=self.priority_rho_clip,
-            mask=mask,
         )
-        return prio.cpu().numpy().astype(np.float64)
 
     @torch.no_grad()
     def prepare_round(self, replay: ReplayBuffer) -> dict[str, float]:
@@ -303,7 +266,7 @@ class DistRL:
             batch = batch_from_trajectories(
                 replay, slots[i : i + self.chunk], horizons=self.horizons
             )
-            ev = self._evaluate(batch)
+            ev = DC.evaluate(self.critic, batch, self.gamma)
             log_probs, _, _ = score_steps(self.policy, batch)
             mask = batch.mask.to(ev.values.device)
             out.append(self._priorities(ev, log_probs, batch, mask))
@@ -352,7 +315,7 @@ class DistRL:
             kept_slots=self.kept_slots if filtered else None,
         )
 
-    def _targets(self, ev: _Evaluated, log_rhos: torch.Tensor, mask: torch.Tensor):
+    def _targets(self, ev: DC.Evaluated, log_rhos: torch.Tensor, mask: torch.Tensor):
         return F.retrace(
             log_rhos,
             ev.rewards,
@@ -365,33 +328,24 @@ class DistRL:
             mask=mask,
         )
 
-    def _critic_bce(
-        self, ev: _Evaluated, vs: torch.Tensor, batch: Batch, mask: torch.Tensor
-    ) -> torch.Tensor:
-        """Weighted BCE of both heads toward ``clip(vs, 0, 1)`` on the critic rows' steps."""
-        device = mask.device
-        sel = (mask & batch.critic_rows.to(device).unsqueeze(1)).reshape(-1)
-        step_w = batch.weights.to(device).unsqueeze(1).expand_as(mask).reshape(-1)[sel]
-        return weighted_bce(ev.logits[sel], vs.reshape(-1)[sel].clamp(0.0, 1.0), step_w)
-
     def critic_loss(self, batch: Batch) -> LossOutput:
         """Critic-only loss for the pre-fit: no policy scoring, Retrace with ``rho = 1``."""
-        ev = self._evaluate(batch)
+        ev = DC.evaluate(self.critic, batch, self.gamma)
         mask = batch.mask.to(ev.values.device)
         returns = self._targets(ev, torch.zeros_like(ev.values), mask)
-        loss = self._critic_bce(ev, returns.vs, batch, mask)
+        loss = DC.critic_bce(ev, returns.vs, batch, mask)
         return LossOutput(loss, {"losses/value": loss}, {}, critic_loss=loss)
 
     def loss(self, batch: Batch) -> LossOutput:
         """Critic BCE toward clipped Retrace targets plus the A-RIDE actor loss."""
-        ev = self._evaluate(batch)
+        ev = DC.evaluate(self.critic, batch, self.gamma)
         device = ev.values.device
         mask = batch.mask.to(device)
         log_probs, entropy = self._score(batch)
         log_probs, entropy = log_probs.to(device), entropy.to(device)
         mu = batch.behavior_log_probs.to(device)
         returns = self._targets(ev, log_probs.detach() - mu, mask)
-        critic_loss = self._critic_bce(ev, returns.vs, batch, mask)
+        critic_loss = DC.critic_bce(ev, returns.vs, batch, mask)
         actor_mask = mask & batch.actor_rows.to(device).unsqueeze(1)
         actor, terms = actor_loss(
             log_probs,
@@ -409,19 +363,16 @@ class DistRL:
         )
         self.book.defer(batch.slots, self._priorities(ev, log_probs, batch, mask))
         terms["losses/value"] = critic_loss
-        rhos = torch.exp(log_probs.detach() - mu)[mask]
-        clipped = rhos.clamp(max=self.rho_bar)
-        adv = returns.pg_advantages
-        metrics = {
-            "train/ess": float(
-                clipped.sum() ** 2 / (len(clipped) * (clipped**2).sum()).clamp(min=1e-12)
-            ),
-            "train/clip_frac": float((rhos > self.rho_bar).float().mean()),
-            "train/adv_mean": float(masked_average(adv, actor_mask)),
-            "train/adv_pos_frac": float(masked_average((adv > 0).float(), actor_mask)),
-            "train/value_mean": float(masked_average(ev.values, mask)),
-            "train/target_mean": float(masked_average(returns.vs, mask)),
-        }
+        metrics = loss_diagnostics(
+            log_probs,
+            mu,
+            returns.pg_advantages,
+            returns.vs,
+            ev.values,
+            mask,
+            actor_mask,
+            rho_bar=self.rho_bar,
+        )
         if self.policy_version is not None:
             versions = batch.policy_versions.float().mean()
             metrics["train/staleness"] = float(self.policy_version - versions)
@@ -466,5 +417,9 @@ class DistRL:
         probability, so ``critic/v0_target_mean`` gives what it should match).
         """
         return D.replay_calibration(
-            replay, lambda b: self._evaluate(b).values, self.gamma, self.chunk, self.horizons
+            replay,
+            lambda b: DC.evaluate(self.critic, b, self.gamma).values,
+            self.gamma,
+            self.chunk,
+            self.horizons,
         )

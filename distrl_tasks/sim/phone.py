@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from distrl_tasks.sim.app import App, Page, Screen
 from distrl_tasks.sim.render import PNG_CACHE
+from distrl_tasks.sim.screen_tree import max_scroll, view_tree
 from distrl_tasks.sim.state import SimState
 from distrl_tasks.sim.system_ui import (
     CLOCK_TEXT,  # noqa: F401
@@ -21,13 +22,10 @@ from distrl_tasks.sim.system_ui import (
     status_bar,
 )
 from distrl_tasks.sim.ui import (
-    CONTENT_BOTTOM,
-    CONTENT_TOP,
     SCREEN_H,
     SCREEN_W,
     STATUS_BAR_H,
     Node,
-    Style,
     hit_test,
     signature,
     to_uiautomator_xml,
@@ -267,14 +265,9 @@ class Phone:
         return (self.front.package, self.front.page)
 
     def _scroll_by(self, delta: float) -> None:
-        screen = self._screen()
-        top = _header_bottom(screen)
-        content_h = max((n.bounds[3] for n in screen.body), default=top) - top
-        viewport = CONTENT_BOTTOM - top
-        # a little slack past the last row, only when there is something to scroll at all
-        max_scroll = content_h - viewport + 40 if content_h > viewport else 0
         key = self._scroll_key()
-        self.scroll[key] = int(min(max_scroll, max(0, self.scroll.get(key, 0) + delta)))
+        limit = max_scroll(self._screen())
+        self.scroll[key] = int(min(limit, max(0, self.scroll.get(key, 0) + delta)))
 
     # ----- screen --------------------------------------------------------------------------
     def _screen(self) -> Screen:
@@ -287,35 +280,14 @@ class Phone:
         self.dynamics.settle(self)
         if self._composed is not None and self._composed[0] == self.version:
             return self._composed[1]
-        root = Node(cls="android.widget.FrameLayout", bounds=(0, 0, SCREEN_W, SCREEN_H))
-        screen: Screen = self._screen()
-        top = _header_bottom(screen)
-        offset = self.scroll.get(self._scroll_key(), 0)
-        content = Node(
-            cls="android.widget.FrameLayout",
-            bounds=(0, CONTENT_TOP, SCREEN_W, CONTENT_BOTTOM),
-            resource_id="android:id/content",
-            style=Style(bg=screen.background),
-        )
-        body = Node(
-            cls="android.widget.ScrollView",
-            bounds=(0, top, SCREEN_W, CONTENT_BOTTOM),
-            scrollable=True,
-        )
-        for node in screen.body:
-            clipped = _shift_clip(node, -offset, top, CONTENT_BOTTOM)
-            if clipped is not None:
-                body.add(clipped)
-        content.add(body, *screen.header)
-        for node in screen.header:
-            _mark_focus(node, self.focus)
-        for node in body.children:
-            _mark_focus(node, self.focus)
-        root.add(content, status_bar(), nav_bar())
+        screen = self._screen()  # first: the dynamics draw for this screen, as they always did
+        on_top = [status_bar(), nav_bar()]
         if self.dynamics.overlay is not None:
-            root.add(self.dynamics.overlay.node)
+            on_top.append(self.dynamics.overlay.node)
         if self.shade_open:
-            root.add(self._shade())
+            on_top.append(self._shade())
+        offset = self.scroll.get(self._scroll_key(), 0)
+        root = view_tree(screen, offset=offset, focus=self.focus, on_top=on_top)
         self._composed = (self.version, root, signature(root))
         return root
 
@@ -406,28 +378,6 @@ class Phone:
             "app": state.app,
             "page": state.page,
         }
-
-
-def _header_bottom(screen: Screen) -> int:
-    return max((n.bounds[3] for n in screen.header), default=CONTENT_TOP)
-
-
-def _shift_clip(node: Node, dy: int, top: int, bottom: int) -> Node | None:
-    """Copy of ``node`` moved by ``dy`` and clipped to [top, bottom); None if fully outside."""
-    x1, y1, x2, y2 = node.bounds
-    y1, y2 = y1 + dy, y2 + dy
-    if y2 <= top or y1 >= bottom:
-        return None
-    kids = [c for c in (_shift_clip(ch, dy, top, bottom) for ch in node.children) if c]
-    clone = Node(**{**node.__dict__, "bounds": (x1, max(y1, top), x2, min(y2, bottom))})
-    clone.children = kids
-    return clone
-
-
-def _mark_focus(node: Node, focus: str | None) -> None:
-    for n in node.walk():
-        if n.editable:
-            n.focused = focus is not None and n.resource_id == focus
 
 
 # Imported late to avoid a cycle (apps need Phone's types only for type checking).

@@ -8,9 +8,9 @@ performed: ``$(...)`` and backticks stay literal text, so hostile strings cannot
 
 The programs it runs are given to it: builtins (``echo``, ``cat``, ``ls``, ``grep``, ...) live in
 :mod:`distrl_tasks.sim.shell_builtins`, the Android tools (``input``, ``screencap``, ``dumpsys``,
-``simctl``, ...) in :mod:`distrl_tasks.sim.shell_android`; both import this module, never the
-other way round. :meth:`DeviceShell.run` returns a :class:`ShellResult`
-that unpacks as ``(stdout, stderr, exit_code)``; ``events`` lists the latency categories the
+...) in :mod:`distrl_tasks.sim.shell_android`, ``simctl`` in ``shell_simctl``; they import this
+module, never the other way round. :meth:`DeviceShell.run` returns a :class:`ShellResult` that
+unpacks as ``(stdout, stderr, exit_code)``; ``events`` lists the latency categories the
 line touched (read by :mod:`distrl_tasks.sim.realism`).
 """
 

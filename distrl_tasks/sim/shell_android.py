@@ -1,5 +1,6 @@
 """Android tools of the simulated device shell: ``input``, ``screencap``, ``wm``, ``dumpsys``,
-``uiautomator``, ``getprop``, ``pm``, ``am``, ``monkey``, ``settings`` and ``simctl``.
+``uiautomator``, ``getprop``, ``pm``, ``am``, ``monkey`` and ``settings``, plus the simulator's
+own ``simctl`` (:mod:`distrl_tasks.sim.shell_simctl`).
 
 Output formats follow what Android 13 prints where clients parse it (adbutils'
 ``window_size``/``rotation``/``app_current``/``dump_hierarchy``/``list_packages``). Package names,
@@ -10,7 +11,6 @@ are re-exported here.
 from __future__ import annotations
 
 import io
-import json
 import struct
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,8 @@ from distrl_tasks.sim.android_packages import (
 )
 from distrl_tasks.sim.apps import LAUNCHER
 from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell
+from distrl_tasks.sim.shell_builtins import error_result
+from distrl_tasks.sim.shell_simctl import simctl
 from distrl_tasks.sim.vfs import FsError
 
 if TYPE_CHECKING:
@@ -77,10 +79,6 @@ PROPS = {
 }
 
 
-def _err(msg: str, code: int = 1) -> CmdResult:
-    return b"", (msg.rstrip("\n") + "\n").encode(), code
-
-
 # ----- navigation bookkeeping for the latency model ---------------------------------------
 def _where(phone: Phone) -> tuple[str, object]:
     return front_package(phone), phone.front.page
@@ -104,7 +102,7 @@ def _input(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     while args and (args[0] in _SOURCES or args[0] == "-d"):
         args = args[2:] if args[0] == "-d" else args[1:]
     if not args:
-        return _err("Usage: input [<source>] <command> [<arg>...]")
+        return error_result("Usage: input [<source>] <command> [<arg>...]")
     verb, rest = args[0], args[1:]
     phone = sh.phone
     before = _where(phone)
@@ -136,9 +134,9 @@ def _input(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
                 _key(phone, _keycode(code))
             sh.events.append("input")
         else:
-            return _err(f"Error: Unknown command: {verb}")
+            return error_result(f"Error: Unknown command: {verb}")
     except ValueError as exc:
-        return _err(f"Error: {exc}")
+        return error_result(f"Error: {exc}")
     _moved(sh, before)
     return b"", b"", 0
 
@@ -175,7 +173,7 @@ def _screencap(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         try:
             sh.fs.write(files[0], data)
         except FsError as exc:
-            return _err(f"Error opening file: {exc}")
+            return error_result(f"Error opening file: {exc}")
         return b"", b"", 0
     return (png if png_flag else _raw_frame(png)), b"", 0
 
@@ -194,7 +192,7 @@ def _wm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         return f"Physical size: {w}x{h}\n".encode(), b"", 0
     if args[:1] == ["density"]:
         return f"Physical density: {_density(sh.phone)}\n".encode(), b"", 0
-    return _err("usage: wm [size|density]")
+    return error_result("usage: wm [size|density]")
 
 
 def _density(phone: Phone) -> int:
@@ -243,13 +241,13 @@ def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
             "  voltage: 5000\n  temperature: 250\n  technology: Li-ion\n"
         )
     else:
-        return _err(f"Can't find service: {service}") if service else (b"", b"", 0)
+        return error_result(f"Can't find service: {service}") if service else (b"", b"", 0)
     return text.encode(), b"", 0
 
 
 def _uiautomator(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if args[:1] != ["dump"]:
-        return _err("Usage: uiautomator dump [--compressed] [file]")
+        return error_result("Usage: uiautomator dump [--compressed] [file]")
     files = [a for a in args[1:] if not a.startswith("--")]
     target = files[0] if files else "/sdcard/window_dump.xml"
     xml = sh.phone.display_xml().encode()
@@ -260,7 +258,7 @@ def _uiautomator(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     try:
         sh.fs.write(target, xml)
     except FsError as exc:
-        return _err(f"ERROR: could not write {target}: {exc}")
+        return error_result(f"ERROR: could not write {target}: {exc}")
     return message, b"", 0
 
 
@@ -278,7 +276,7 @@ def _settings(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if len(args) >= 4 and args[0] == "put":
         sh.settings[f"{args[1]}/{args[2]}"] = args[3]
         return b"", b"", 0
-    return _err("usage: settings get|put NAMESPACE KEY [VALUE]")
+    return error_result("usage: settings get|put NAMESPACE KEY [VALUE]")
 
 
 # ----- packages and activities -----------------------------------------------------------------
@@ -315,13 +313,13 @@ def _pm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
             phone.apps[pkg].reset()
         phone._touch()
         return b"Success\n", b"", 0
-    return _err("pm: unsupported command (try: list packages, path, clear, uninstall)")
+    return error_result("pm: unsupported command (try: list packages, path, clear, uninstall)")
 
 
 def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     phone = sh.phone
     if not args:
-        return _err("usage: am start|force-stop ...")
+        return error_result("usage: am start|force-stop ...")
     verb, rest = args[0], args[1:]
     if verb in ("force-stop", "kill") and rest:
         pkg = rest[-1]
@@ -332,7 +330,7 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         phone._touch()
         return b"", b"", 0
     if verb not in ("start", "start-activity"):
-        return _err(f"am: unsupported command: {verb}")
+        return error_result(f"am: unsupported command: {verb}")
     opts: dict[str, str] = {}
     i = 0
     while i < len(rest):
@@ -347,9 +345,9 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     elif opts.get("-a") == "android.intent.action.VIEW" and "-d" in opts:
         pkg = "com.android.chrome"
     else:
-        return _err("Error: no component (-n pkg/activity) given")
+        return error_result("Error: no component (-n pkg/activity) given")
     if not launch_package(phone, pkg):
-        return _err(f"Error: Activity class {{{opts.get('-n', pkg)}}} does not exist.")
+        return error_result(f"Error: Activity class {{{opts.get('-n', pkg)}}} does not exist.")
     sh.events.append("input")
     _moved(sh, before)
     return f"Starting: Intent {{ cmp={pkg}/{activity_of(pkg)} }}\n".encode(), b"", 0
@@ -357,7 +355,7 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 def _monkey(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if "-p" not in args or args.index("-p") + 1 >= len(args):
-        return _err("usage: monkey -p PACKAGE -c android.intent.category.LAUNCHER 1")
+        return error_result("usage: monkey -p PACKAGE -c android.intent.category.LAUNCHER 1")
     pkg = args[args.index("-p") + 1]
     before = _where(sh.phone)
     if not launch_package(sh.phone, pkg):
@@ -365,57 +363,6 @@ def _monkey(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     sh.events.append("input")
     _moved(sh, before)
     return b"  bash arg: -p\nEvents injected: 1\n## Network stats: elapsed time=12ms\n", b"", 0
-
-
-# ----- simulator control -----------------------------------------------------------------------
-SIMCTL_USAGE = (
-    "usage: simctl task set '<goal>' | simctl task check | simctl reset | simctl state"
-    " | simctl dynamics [show | set static|live|hostile]"
-)
-
-
-def _simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
-    phone = sh.phone
-    if args[:1] == ["reset"]:
-        phone.reset()
-        sh.events.append("reset")
-        return b"", b"", 0
-    if args[:1] == ["state"]:
-        phone.compose()  # what is on screen now, with any due interruption
-        state = json.loads(phone.state().to_json())
-        state["dynamics"] = phone.dynamics.describe()
-        return (json.dumps(state, sort_keys=True) + "\n").encode(), b"", 0
-    if args[:1] == ["dynamics"]:
-        return _simctl_dynamics(phone, args[1:])
-    if args[:2] == ["task", "check"]:
-        return (json.dumps(phone.check_task()) + "\n").encode(), b"", 0
-    if args[:2] == ["task", "set"] and len(args) > 2:
-        from distrl_tasks.tasks.parse import parse_goal  # written apart; imported on first use
-
-        goal = " ".join(args[2:])
-        try:
-            task = parse_goal(goal)
-        except ValueError as exc:
-            return _err(f"simctl: {exc}", 2)
-        phone.set_task(task)
-        sh.events.append("reset")
-        return (json.dumps({"goal": task.goal, "family": task.family}) + "\n").encode(), b"", 0
-    return _err(SIMCTL_USAGE, 2)
-
-
-def _simctl_dynamics(phone: Phone, args: list[str]) -> CmdResult:
-    """``simctl dynamics [show]`` prints the profile and rates; ``set P`` switches profile."""
-    dyn = phone.dynamics
-    if args[:1] == ["set"] and len(args) == 2:
-        try:
-            dyn.set_profile(args[1])
-        except ValueError as exc:
-            return _err(f"simctl: {exc}", 2)
-        phone._touch()
-    elif args not in ([], ["show"]):
-        return _err(SIMCTL_USAGE, 2)
-    out = {"profile": dyn.profile, "rates": dyn.rates, "on_screen": dyn.on_screen()}
-    return (json.dumps(out, sort_keys=True) + "\n").encode(), b"", 0
 
 
 ANDROID_COMMANDS: dict[str, Command] = {
@@ -429,5 +376,5 @@ ANDROID_COMMANDS: dict[str, Command] = {
     "pm": _pm,
     "am": _am,
     "monkey": _monkey,
-    "simctl": _simctl,
+    "simctl": simctl,
 }

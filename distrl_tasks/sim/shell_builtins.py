@@ -11,6 +11,11 @@ from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell, ShellExit
 from distrl_tasks.sim.vfs import FsError
 
 
+def error_result(msg: str, code: int = 1) -> CmdResult:
+    """A failed command's result: ``msg`` on stderr (one line ending), exit status ``code``."""
+    return b"", (msg.rstrip("\n") + "\n").encode(), code
+
+
 def _echo(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     newline = True
     if args and args[0] == "-n":

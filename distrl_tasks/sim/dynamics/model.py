@@ -20,7 +20,8 @@ from distrl_tasks.sim.apps import CHROME, LAUNCHER, MAPS, PLAY_STORE, SETTINGS, 
 from distrl_tasks.sim.dynamics import drift, overlays
 from distrl_tasks.sim.dynamics.catalog import BY_NAME, NAMES, parse_profile, profile_rates
 from distrl_tasks.sim.dynamics.overlays import Overlay
-from distrl_tasks.sim.ui import CONTENT_TOP, hit_test
+from distrl_tasks.sim.screen_tree import header_bottom
+from distrl_tasks.sim.ui import hit_test
 
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone
@@ -191,7 +192,7 @@ class Dynamics:
         if not self.enabled:
             return screen
         if self.loading and screen.loads:
-            top = max((n.bounds[3] for n in screen.header), default=CONTENT_TOP)
+            top = header_bottom(screen)
             self.applied.add("slow_load")
             return Screen(screen.header, drift.loading_body(top), True, screen.background)
         app = phone.front
