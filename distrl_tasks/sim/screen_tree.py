@@ -2,8 +2,9 @@
 
 The app gives a fixed header and a body; the phone scrolls the body under the header, clips it
 to the content area, marks the focused field, and stacks the system bars and any overlays (a
-live-world interruption, the notification shade) on top. Pure functions of their inputs, so the
-phone can cache the result by its state version.
+live-world interruption, the notification shade) on top. The body's nodes are copied (moved and
+clipped); the header's are used as they are, and only their ``focused`` flag is set, so the
+phone caches the tree by its state version, as it did when this lived in ``phone.py``.
 """
 
 from __future__ import annotations
