@@ -39,6 +39,13 @@ if TYPE_CHECKING:
 
 DEFAULT_REMOTE = "storage"  # name given to the remote that ensure_repo configures
 
+# Files that come and go while a collection is running: an actor's per-episode journal (cleared
+# once its round's shards are written) and the temporary halves of atomic writes. DVC must not
+# version them, and must not list them either: in asynchronous mode actors write while the
+# version stage hashes, and a file deleted between DVC's listing and its read fails the stage.
+TRANSIENT_PATTERNS = (".journal/", "*.tmp-*")
+_DVCIGNORE_HEADER = "# transient files of a running collection (written by distrl_tasks)"
+
 _DVC_HASH = re.compile(r"^[0-9a-f]{32}(\.dir)?$")
 _URL_SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
 
@@ -87,7 +94,9 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
 
     Idempotent: missing pieces are created (``git init``, ``dvc init``, the remote), present ones
     kept, and the DVC set-up files are committed only when they changed. A ``root`` inside a
-    bigger git work tree becomes a DVC sub-project of it.
+    bigger git work tree becomes a DVC sub-project of it. ``.dvcignore`` gets
+    :data:`TRANSIENT_PATTERNS` (collect journals, temporary files), so versioning a directory
+    that actors are still writing to never reads a file that is about to vanish.
 
     Args:
         root: project directory (created if missing).
@@ -130,8 +139,26 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
             with repo.config.edit("repo") as conf:
                 conf["core"].update(wanted_core)
                 conf["remote"].setdefault(name, {})["url"] = url
+    _ensure_dvcignore(root)
     scaffold = [p for p in (".dvc/config", ".dvc/.gitignore", ".dvcignore") if (root / p).exists()]
     commit_paths(root, scaffold, f"Set up DVC: default remote '{name}' -> {url}")
+
+
+def _ensure_dvcignore(root: Path) -> None:
+    """Add :data:`TRANSIENT_PATTERNS` to ``root/.dvcignore`` where missing, keeping its lines."""
+    path = root / ".dvcignore"
+    text = path.read_text() if path.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [p for p in TRANSIENT_PATTERNS if p not in present]
+    if not missing:
+        return
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if _DVCIGNORE_HEADER not in present:
+        text += _DVCIGNORE_HEADER + "\n"
+    tmp = path.with_name(f".dvcignore.tmp-{os.getpid()}")
+    tmp.write_text(text + "".join(f"{p}\n" for p in missing))
+    os.replace(tmp, path)
 
 
 def _same_url(configured: str | None, wanted: str, root: Path) -> bool:

@@ -20,6 +20,7 @@ import yaml
 
 from distrl_tasks.data.versioning import (
     DEFAULT_REMOTE,
+    TRANSIENT_PATTERNS,
     DataVersion,
     RemoteUnavailableError,
     VersioningError,
@@ -171,6 +172,38 @@ def test_version_directory_adds_pushes_and_commits(project: Path, remote: Path) 
     for content in V1.values():
         md5 = hashlib.md5(content).hexdigest()
         assert (remote / "files" / "md5" / md5[:2] / md5[2:]).read_bytes() == content
+
+
+def test_collect_journals_and_temp_files_are_never_versioned(project: Path) -> None:
+    # Asynchronous actors write their per-episode journal and atomic-write temporaries inside
+    # the tracked directory while the version stage hashes it; DVC must not even list them (a
+    # journal cleared between DVC's listing and its read used to fail the stage).
+    write_files(project / DATA, V1)
+    first = version_directory(project, DATA)
+    transient = {
+        "raw/.journal/r000001-w00-train/ep-abc.parquet": b"half an episode",
+        "raw/.journal/r000001-w00-train/.ep-abc.manifest.json.tmp-1a2b3c4d": b"{",
+        "round-0000/.shard-c.parquet.tmp-99": b"partial",
+        ".tmp-state": b"partial",
+    }
+    write_files(project / DATA, transient)
+    again = version_directory(project, DATA)
+    assert (again.hash, again.files, again.new) == (first.hash, 3, False)
+    lines = (project / ".dvcignore").read_text().splitlines()
+    assert set(TRANSIENT_PATTERNS) <= set(lines)
+
+
+def test_ensure_repo_adds_the_transient_patterns_once_and_keeps_the_users_lines(
+    project: Path, remote: Path
+) -> None:
+    ignore = project / ".dvcignore"
+    ignore.write_text("# mine\nscratch/")  # no final newline: appending must not glue lines
+    ensure_repo(project, str(remote))
+    ensure_repo(project, str(remote))
+    lines = ignore.read_text().splitlines()
+    assert lines[:2] == ["# mine", "scratch/"]
+    assert [line for line in lines if line in TRANSIENT_PATTERNS] == list(TRANSIENT_PATTERNS)
+    assert git(project, "status", "--porcelain") == ""  # the change is committed with the set-up
 
 
 def test_unchanged_directory_is_a_no_op(project: Path) -> None:
