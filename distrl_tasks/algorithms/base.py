@@ -163,6 +163,29 @@ def score_steps(
     return log_probs, entropy, index
 
 
+def score_actor_rows(
+    policy: AutoUIPolicy, batch: Batch, *, entropy_per_token: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[B, T]`` log-probs and entropies of every real step; only ``batch.actor_rows`` carry a
+    gradient.
+
+    The other rows (windows that train a critic alone) are scored without autograd: their
+    log-probs only enter detached targets and priorities, so they need no saved activations and
+    no backward pass.
+    """
+    actor = batch.actor_rows.cpu()
+    if bool(actor.all()):
+        log_probs, entropy, _ = score_steps(policy, batch, entropy_per_token=entropy_per_token)
+        return log_probs, entropy
+    rows = actor.unsqueeze(1).expand(batch.batch_size, batch.length)
+    log_probs, entropy, _ = score_steps(policy, batch, rows, entropy_per_token=entropy_per_token)
+    with torch.no_grad():
+        other_lp, other_ent, _ = score_steps(
+            policy, batch, ~rows, entropy_per_token=entropy_per_token
+        )
+    return log_probs + other_lp.to(log_probs.device), entropy + other_ent.to(entropy.device)
+
+
 def masked_average(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``x`` over the True entries of ``mask`` (0 when there are none)."""
     count = mask.sum().clamp(min=1).to(x.dtype)

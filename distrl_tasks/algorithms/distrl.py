@@ -67,6 +67,7 @@ from distrl_tasks.algorithms.base import (
     LossOutput,
     critic_text_encoder,
     param_group,
+    score_actor_rows,
     score_steps,
 )
 from distrl_tasks.algorithms.batch import (
@@ -153,11 +154,9 @@ class DistRL:
         self.positive_only = policy_advantage == "positive"
         self.ratio_clip, self.sequence_length = float(ratio_clip), int(sequence_length)
         self.priority_weights = tuple(float(w) for w in priority_weights)
-        self.priority_beta = float(priority_beta)
-        self.priority_rho_clip = float(priority_rho_clip)
+        self.priority_beta, self.priority_rho_clip = float(priority_beta), float(priority_rho_clip)
         self.horizons, self.chunk = dict(horizons), int(chunk)
-        self.rescore = rescore
-        self.book = PriorityBook(keep=rescore == "new")
+        self.rescore, self.book = rescore, PriorityBook(keep=rescore == "new")
         self.top_p, self.windows = float(top_p), windows
         self.window_start, self.entropy = window_start, entropy
         self.kept_slots: np.ndarray | None = None  # top-p trajectories (prepare_round)
@@ -278,14 +277,8 @@ class DistRL:
         """Re-select the top-p trajectories by return (cheap: no scoring); {} when unfiltered."""
         if self.top_p >= 1.0:
             return {}
-        slots = np.asarray(replay.slots, dtype=np.int64)
-        returns = D.trajectory_returns(replay, slots)
-        keep = F.top_p_filter(torch.as_tensor(returns), self.top_p).numpy()
-        self.kept_slots = slots[keep]
-        return {
-            "train/kept_frac": float(keep.mean()),
-            "train/kept_success": float(D.trajectory_successes(replay, self.kept_slots).mean()),
-        }
+        self.kept_slots, metrics = D.top_p_slots(replay, self.top_p)
+        return metrics
 
     def sample(self, replay: ReplayBuffer, batch_size: int, rng: np.random.Generator) -> Batch:
         """Prioritized windows of ``sequence_length`` steps, drawn with ``rng``.
@@ -341,7 +334,9 @@ class DistRL:
         ev = DC.evaluate(self.critic, batch, self.gamma)
         device = ev.values.device
         mask = batch.mask.to(device)
-        log_probs, entropy = self._score(batch)
+        log_probs, entropy = score_actor_rows(
+            self.policy, batch, entropy_per_token=self.entropy == "token_mean"
+        )
         log_probs, entropy = log_probs.to(device), entropy.to(device)
         mu = batch.behavior_log_probs.to(device)
         returns = self._targets(ev, log_probs.detach() - mu, mask)
@@ -377,26 +372,6 @@ class DistRL:
             versions = batch.policy_versions.float().mean()
             metrics["train/staleness"] = float(self.policy_version - versions)
         return LossOutput(actor + critic_loss, terms, metrics, critic_loss=critic_loss)
-
-    def _score(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """``[B, T]`` log-probs and entropies; only the actor rows' carry a gradient.
-
-        With ``top_p < 1`` half the windows train the critic alone: their log-probs only enter
-        the detached Retrace targets and the priorities, so they are scored without autograd
-        (no saved activations, no backward; measured cost in benchmarks/RESULTS.md).
-        """
-        per_token = self.entropy == "token_mean"
-        actor = batch.actor_rows.cpu()
-        if bool(actor.all()):
-            log_probs, entropy, _ = score_steps(self.policy, batch, entropy_per_token=per_token)
-            return log_probs, entropy
-        rows = actor.unsqueeze(1).expand(batch.batch_size, batch.length)
-        log_probs, entropy, _ = score_steps(self.policy, batch, rows, entropy_per_token=per_token)
-        with torch.no_grad():
-            critic_lp, critic_ent, _ = score_steps(
-                self.policy, batch, ~rows, entropy_per_token=per_token
-            )
-        return log_probs + critic_lp.to(log_probs.device), entropy + critic_ent.to(entropy.device)
 
     @torch.no_grad()
     def init_critic_bias(self, replay: ReplayBuffer) -> dict[str, float]:

@@ -14,6 +14,7 @@ import pyarrow as pa
 import torch
 
 from distrl_tasks.algorithms import critic_fit
+from distrl_tasks.algorithms import functional as F
 from distrl_tasks.algorithms.batch import Batch, batch_from_sequences, batch_from_trajectories
 from distrl_tasks.data.replay import ReplayBuffer, SequenceBatch
 
@@ -72,6 +73,18 @@ def trajectory_successes(replay: ReplayBuffer, slots: np.ndarray) -> np.ndarray:
         traj = replay.trajectory(int(s))
         out.append(float(traj.column("reward")[traj.num_rows - 1].as_py() > 0))
     return np.asarray(out, dtype=np.float64)
+
+
+def top_p_slots(replay: ReplayBuffer, top_p: float) -> tuple[np.ndarray, dict[str, float]]:
+    """The slots of the top ``top_p`` stored trajectories by return, and what share they are
+    (``train/kept_frac``) and how many of them succeeded (``train/kept_success``)."""
+    slots = np.asarray(replay.slots, dtype=np.int64)
+    keep = F.top_p_filter(torch.as_tensor(trajectory_returns(replay, slots)), top_p).numpy()
+    kept = slots[keep]
+    return kept, {
+        "train/kept_frac": float(keep.mean()),
+        "train/kept_success": float(trajectory_successes(replay, kept).mean()),
+    }
 
 
 def step_targets_of(replay: ReplayBuffer, slots: np.ndarray, gamma: float) -> torch.Tensor:

@@ -18,7 +18,13 @@ from PIL import Image
 
 from distrl_tasks.agents.actions import ActionType, format_action, key, tap
 from distrl_tasks.agents.policy import Observation, build_policy
-from distrl_tasks.algorithms.base import Algorithm, LossOutput, build_algorithm
+from distrl_tasks.algorithms.base import (
+    Algorithm,
+    LossOutput,
+    build_algorithm,
+    score_actor_rows,
+    score_steps,
+)
 from distrl_tasks.algorithms.batch import batch_from_trajectories
 from distrl_tasks.algorithms.digirl import DigiRL
 from distrl_tasks.algorithms.distrl import DistRL, actor_loss
@@ -437,6 +443,26 @@ def test_digirl_failed_final_step_is_never_imitated(policy):
     # r_H = 0 and no next state: A = 0 + 0 - V(s) <= 0 < 1/H, so nothing is kept
     out = algo.loss(batch)
     assert out.metrics["train/kept_frac"] == 0.0 and out.terms["losses/policy"].item() == 0.0
+
+
+def test_score_actor_rows_scores_every_step_but_back_propagates_only_actor_rows(policy):
+    replay = make_replay(digirl_rows())
+    full = batch_from_trajectories(replay, replay.slots)
+    actor = torch.tensor([i % 2 == 0 for i in range(full.batch_size)])
+    batch = dataclasses.replace(full, actor_rows=actor)
+    expected, expected_ent, _ = score_steps(policy, full)
+    log_probs, entropy = score_actor_rows(policy, batch)
+    torch.testing.assert_close(log_probs, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(entropy, expected_ent, rtol=1e-5, atol=1e-5)
+    # a loss over the critic-only rows alone moves no weight; one over the actor rows does
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    mask = actor.unsqueeze(1).float()
+    only_critic = torch.autograd.grad(
+        (log_probs * (1 - mask)).sum(), params, allow_unused=True, retain_graph=True
+    )
+    only_actor = torch.autograd.grad((log_probs * mask).sum(), params, allow_unused=True)
+    assert any(g is not None and g.abs().sum() > 0 for g in only_actor)
+    assert all(g is None or g.abs().sum() == 0 for g in only_critic)
 
 
 # --- Filtered BC ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import torch
 from distrl_tasks.agents.actions import ActionType, format_action, key
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms import critic_fit
+from distrl_tasks.algorithms import distrl as distrl_module
 from distrl_tasks.algorithms.base import build_algorithm, score_steps
 from distrl_tasks.algorithms.batch import batch_from_trajectories
 from distrl_tasks.algorithms.learner import Learner
@@ -199,7 +200,7 @@ def test_top_p_actor_windows_come_from_filtered_trajectories(policy):
     assert 0.0 <= out.metrics["train/adv_pos_frac"] <= 1.0
 
 
-def test_critic_rows_are_scored_without_gradient_and_change_nothing(policy):
+def test_critic_rows_are_scored_without_gradient_and_change_nothing(policy, monkeypatch):
     """The filtered form scores its critic-only windows under no_grad: the loss, the policy's
     gradient and the priorities are those of scoring every window with autograd."""
     replay = replay_of(successes=2, failures=18)
@@ -210,7 +211,8 @@ def test_critic_rows_are_scored_without_gradient_and_change_nothing(policy):
 
     def run(score=None):
         if score is not None:
-            algo._score = score  # the unsplit reference: every row with autograd
+            # the unsplit reference: every row with autograd
+            monkeypatch.setattr(distrl_module, "score_actor_rows", score)
         policy.model.zero_grad()
         saved = []  # what autograd keeps for the backward pass
         pack = lambda t: saved.append(t.numel()) or t  # noqa: E731
@@ -221,7 +223,7 @@ def test_critic_rows_are_scored_without_gradient_and_change_nothing(policy):
         return out.loss.detach(), grads, algo.book.pending[1], sum(saved)
 
     loss, grads, prio, saved = run()
-    ref_loss, ref_grads, ref_prio, ref_saved = run(lambda b: score_steps(policy, b)[:2])
+    ref_loss, ref_grads, ref_prio, ref_saved = run(lambda pol, b, **_: score_steps(pol, b)[:2])
     assert saved < 0.75 * ref_saved  # half the windows keep no activations
     assert torch.allclose(loss, ref_loss, atol=1e-6)
     assert len(grads) == len(ref_grads) > 0
