@@ -23,9 +23,9 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
 * Released form (``algorithm.distrl``, the default; fields documented in
   :class:`~distrl_tasks.config.rl_sections.DistRLConfig`): positive advantages, actor windows
   from the top-``p`` trajectories, ``windows`` per step, uniform window starts, no entropy.
-  Why not the paper's signed form (measured, issue 21): under a fresh critic 91% of sampled
-  steps get ``A < 0``, and Adam makes every step the same size, so the signed update pushed a
-  replay's shared correct navigation down by 7.6 nats where Filtered BC raised it by 43.
+  Why not the paper's signed form (issue 21): with 91% of sampled steps at ``A < 0`` under a
+  fresh critic and Adam's equal-sized steps it pushes down nearly every action; in the ablation
+  (WebShop, live) it fell from 29% to 0% success within two learner rounds, released form 30%.
 * Critic pre-fit (:mod:`critic_fit`): a fresh critic gets the output bias
   ``logit(mean target)`` (:meth:`DistRL.init_critic_bias`) and critic-only steps
   (:meth:`DistRL.critic_loss`, which scores no policy: its Retrace targets take ``rho = 1``)
