@@ -33,6 +33,7 @@ from distrl_tasks.data.git_dvc import (
     open_dvc,
     run_git,
 )
+from distrl_tasks.data.manifest import TEMP_MARKER, atomic_write
 
 if TYPE_CHECKING:
     from dvc.repo import Repo
@@ -43,7 +44,7 @@ DEFAULT_REMOTE = "storage"  # name given to the remote that ensure_repo configur
 # once its round's shards are written) and the temporary halves of atomic writes. DVC must not
 # version them, and must not list them either: in asynchronous mode actors write while the
 # version stage hashes, and a file deleted between DVC's listing and its read fails the stage.
-TRANSIENT_PATTERNS = (".journal/", "*.tmp-*")
+TRANSIENT_PATTERNS = (".journal/", f"*{TEMP_MARKER}*")
 _DVCIGNORE_HEADER = "# transient files of a running collection (written by distrl_tasks)"
 
 _DVC_HASH = re.compile(r"^[0-9a-f]{32}(\.dir)?$")
@@ -156,9 +157,7 @@ def _ensure_dvcignore(root: Path) -> None:
         text += "\n"
     if _DVCIGNORE_HEADER not in present:
         text += _DVCIGNORE_HEADER + "\n"
-    tmp = path.with_name(f".dvcignore.tmp-{os.getpid()}")
-    tmp.write_text(text + "".join(f"{p}\n" for p in missing))
-    os.replace(tmp, path)
+    atomic_write(path, (text + "".join(f"{p}\n" for p in missing)).encode())
 
 
 def _same_url(configured: str | None, wanted: str, root: Path) -> bool:
