@@ -30,13 +30,21 @@ longest such run, so a started copy keeps its place in the goal. With it the dec
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
 from torch import nn
 from transformers import T5Config, T5ForConditionalGeneration
+from transformers.models.t5.modeling_t5 import T5Stack
 
 from distrl_tasks.agents.copy_match import MatchCache, match_lengths
+
+# transformers 5 renamed the decoder stack's ``past_key_values`` argument and output to ``cache``
+# (the old name warns on every call and goes in 5.40); older releases know only the old name.
+_CACHE_ARG = (
+    "cache" if "cache" in inspect.signature(T5Stack.forward).parameters else "past_key_values"
+)
 
 DEFAULT_IMAGE_DIM = 1408  # BLIP-2 ViT-g pooled feature size, as the papers' policy uses
 
@@ -190,11 +198,11 @@ class AutoUIModel(nn.Module):
             input_ids=decoder_input_ids,
             encoder_hidden_states=encoder_states,
             encoder_attention_mask=attention_mask,
-            past_key_values=kv,
             use_cache=use_cache,
+            **{_CACHE_ARG: kv},
         )
         hidden = out.last_hidden_state
-        cache = out.past_key_values if use_cache else None
+        cache = getattr(out, _CACHE_ARG) if use_cache else None
         if self.copy_match and use_cache:
             cache = MatchCache(cache, history)
         scaled = hidden * (self.config.d_model**-0.5) if self.tied else hidden

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -188,9 +189,13 @@ def test_image_changes_output_and_bad_shape_is_rejected() -> None:
 
 
 def test_cached_decoding_equals_full_pass() -> None:
+    """Step-by-step decoding with the cache gives the full pass's logits, and passes the cache
+    under the installed transformers' own argument name (the renamed one warns every call)."""
     model = build_tiny_model().eval()
     ids, mask, feats, labels = _inputs()
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.simplefilter("error", DeprecationWarning)
         full = model(ids, mask, feats, labels)
         states = model.encode(ids, mask, feats)
         inputs, cache, steps = model.shift_right(labels), None, []
