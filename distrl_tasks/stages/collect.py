@@ -83,9 +83,11 @@ def behavior_policy(cfg: Config, workdir: str | os.PathLike) -> tuple[object, in
             f"no 'behavior' policy in the registry {cfg.tracking.model_name!r}: "
             "run `distrl bootstrap` first"
         )
-    path = reg.download_version(info.version, learner_dir(workdir) / "registry")
+    cache, keep = learner_dir(workdir) / "registry", cfg.tracking.keep_downloads
+    with reg.checkout(info.version, cache, keep=keep) as path:
+        policy = build_policy(cfg.agent, checkpoint_dir=path, seed=cfg.sim.seed)
     version = info.policy_version if info.policy_version is not None else info.version
-    return build_policy(cfg.agent, checkpoint_dir=path, seed=cfg.sim.seed), int(version)
+    return policy, int(version)
 
 
 def _snapshot_loader(cfg: Config, serial: str):

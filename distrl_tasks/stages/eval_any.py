@@ -9,6 +9,7 @@ typed-query match) plus, on request, the JSON the contract specifies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -68,15 +69,20 @@ def resolve_policy(cfg: Config, ref: str, workdir: str | os.PathLike, seed: int)
     if ref == "random":
         return RandomPolicy(seed=seed)
     path = Path(ref)
-    if not path.is_dir():
-        path = _registry_checkpoint(cfg, ref, workdir)
-    policy = build_policy(cfg.agent, checkpoint_dir=path, seed=seed)
+    if path.is_dir():
+        policy = build_policy(cfg.agent, checkpoint_dir=path, seed=seed)
+    else:
+        with _registry_checkpoint(cfg, ref, workdir) as path:
+            policy = build_policy(cfg.agent, checkpoint_dir=path, seed=seed)
     policy.model.eval()
     policy.max_new_tokens = decode_budget(policy)
     return ModelPolicy(policy, greedy=True, seed=seed)
 
 
-def _registry_checkpoint(cfg: Config, ref: str, workdir: str | os.PathLike) -> Path:
+def _registry_checkpoint(
+    cfg: Config, ref: str, workdir: str | os.PathLike
+) -> contextlib.AbstractContextManager[Path]:
+    """The registry version or alias REF names, checked out (held while the block loads it)."""
     from distrl_tasks.stages.common import learner_dir, registry
 
     reg = registry(cfg, workdir)
@@ -90,7 +96,8 @@ def _registry_checkpoint(cfg: Config, ref: str, workdir: str | os.PathLike) -> P
                 f"version or an alias of the registry {cfg.tracking.model_name!r}"
             )
         version = info.version
-    return reg.download_version(version, learner_dir(workdir) / "registry")
+    cache = learner_dir(workdir) / "registry"
+    return reg.checkout(version, cache, keep=cfg.tracking.keep_downloads)
 
 
 def episode_rows(results: Sequence[EpisodeResult]) -> list[dict[str, Any]]:

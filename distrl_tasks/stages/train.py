@@ -201,9 +201,10 @@ def open_learner(
     if latest is None:
         registry = common.registry(cfg, workdir)
         origin = registry.get_version(_starting_version(cfg, workdir, round_, registry))
-        start = registry.download_version(origin.version, common.learner_dir(workdir) / "registry")
+        cache, keep = common.learner_dir(workdir) / "registry", cfg.tracking.keep_downloads
+        with registry.checkout(origin.version, cache, keep=keep) as start:
+            policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
         start_version = origin.policy_version or 0
-        policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
     else:
         policy = build_policy(cfg.agent, checkpoint_dir=latest / ts.POLICY_DIR, seed=cfg.sim.seed)
     if seed_round is not None:

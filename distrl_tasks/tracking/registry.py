@@ -17,10 +17,11 @@ Aliases:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import mlflow.artifacts
 from mlflow.exceptions import MlflowException
 
+from distrl_tasks.tracking import download_cache
 from distrl_tasks.tracking.runs import KIND_TAG, STAGE_TAG, Tracker
 from distrl_tasks.tracking.versions import (
     EVAL_TASKS_TAG,
@@ -321,6 +323,26 @@ class ModelRegistry:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return final
+
+    @contextlib.contextmanager
+    def checkout(self, version: int, dest_dir: str | Path, keep: int = 0) -> Iterator[Path]:
+        """Download (or reuse) a version into ``dest_dir`` and hold it there for the block.
+
+        Load the weights inside the block: while it runs no :func:`download_cache.prune` deletes
+        the version. Afterwards the cache keeps the ``keep`` newest versions plus those the
+        registry's aliases point at, deleting older ones no other reader holds.
+
+        Args:
+            version: the registry version.
+            dest_dir: the download directory (``runs/learner/registry``).
+            keep: newest downloaded versions kept (``tracking.keep_downloads``; 0 keeps all).
+        """
+        with download_cache.reading(dest_dir, version):
+            path = self.download_version(version, dest_dir)
+            if keep:
+                protect = {version, *self._aliases().values()}
+                download_cache.prune(dest_dir, keep, protect=protect)
+            yield path
 
     def load_by_alias(self, alias: str, dest_dir: str | Path) -> Path:
         """Download the checkpoint ``alias`` points at; returns the local directory.

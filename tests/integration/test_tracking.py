@@ -20,7 +20,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 from distrl_tasks.config import Config, load_config
-from distrl_tasks.tracking import REDACTED
+from distrl_tasks.tracking import REDACTED, download_cache
 from distrl_tasks.tracking.registry import BEHAVIOR, CHAMPION, ModelRegistry
 from distrl_tasks.tracking.runs import (
     CONFIG_ARTIFACT,
@@ -253,6 +253,34 @@ def test_register_versions_aliases_and_round_trip(registry: ModelRegistry, tmp_p
     assert (loaded / "model.safetensors").stat().st_mtime_ns == stamp
     assert _digests(registry.download_version(1, tmp_path / "cache")) == _digests(dirs[0])
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["v1", "v3"]  # no leftovers
+
+
+def test_checkout_prunes_old_downloads_but_keeps_aliases_and_held_versions(
+    registry: ModelRegistry, tmp_path: Path
+) -> None:
+    """Each round's checkout keeps the newest ``keep`` downloads plus the aliases' versions; a
+    version another reader is loading survives the prune and goes at the next one."""
+    dirs = [_checkpoint(tmp_path / f"ckpt{i}", seed=i) for i in range(5)]
+    for i, d in enumerate(dirs):
+        registry.register_checkpoint(
+            d, round=i, algorithm="distrl", policy_version=i, data_version=f"{i:032x}.dir"
+        )
+    registry.set_behavior(1)  # an alias on the oldest version: protected
+    cache = tmp_path / "cache"
+    with download_cache.reading(cache, 2):  # another process loading v2 while the rounds run
+        for version in (1, 2, 3, 4):
+            with registry.checkout(version, cache, keep=1) as path:
+                assert path == cache / f"v{version}"
+                assert _digests(path) == _digests(dirs[version - 1])
+        assert download_cache.cached_versions(cache) == [1, 2, 4]  # v3 went; v2 is held
+    with registry.checkout(5, cache, keep=1):
+        pass
+    assert download_cache.cached_versions(cache) == [1, 5]
+    with registry.checkout(2, cache, keep=0) as again:  # a pruned version downloads again
+        assert _digests(again) == _digests(dirs[1])
+    assert download_cache.cached_versions(cache) == [1, 2, 5]
+    with pytest.raises(ValueError, match="no version 9"), registry.checkout(9, cache, keep=1):
+        pass
 
 
 def test_champion_moves_only_on_strictly_better_same_tasks(
