@@ -151,7 +151,12 @@ class ArmResult:
             "train_mean": self.mean(self.best_lr, "train"),
             "trajectories": statistics.fmean(sum(n for _, n in r.collections) for r in runs),
             "rounds": statistics.fmean(r.rounds_in_budget for r in runs),
+            "updates": _mean_or_none([r.online_updates for r in runs]),
         }
+
+
+def _mean_or_none(values: Sequence[int | None]) -> float | None:
+    return None if not values or None in values else statistics.fmean(values)
 
 
 def run_ablation(
@@ -214,8 +219,8 @@ def ablation_table(results: Sequence[ArmResult], sft_test: Mapping[str, float]) 
         f"SFT test success: {sft}",
         "",
         "| part | arm | lm_lr (by train) | runs | test (mean) | test spread | train | "
-        "trajectories | rounds | every lm_lr: train / test |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "trajectories | rounds | online updates | every lm_lr: train / test |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
         s = res.summary()
@@ -223,12 +228,34 @@ def ablation_table(results: Sequence[ArmResult], sft_test: Mapping[str, float]) 
             f"{lr:g}: {res.mean(lr, 'train'):.1%} / {res.mean(lr, 'test'):.1%}"
             for lr in sorted(res.records)
         )
+        updates = "n/a" if s["updates"] is None else f"{s['updates']:.0f}"
         lines.append(
             f"| {s['part']} | {s['arm']} | {s['lr']:g} | {s['runs']} | {s['test_mean']:.1%} | "
             f"{s['test_spread']:.1%} | {s['train_mean']:.1%} | {s['trajectories']:.0f} | "
-            f"{s['rounds']:.1f} | {every} |"
+            f"{s['rounds']:.1f} | {updates} | {every} |"
         )
-    return "\n".join(lines)
+    ratios = factorial_ratios(results)
+    return "\n".join(lines + (["", *ratios] if ratios else []))
+
+
+def factorial_ratios(results: Sequence[ArmResult]) -> list[str]:
+    """Per method with both factorial arms: what asynchronous collection gave over synchronous
+    in the same budget, in trajectories (target >= 2.4x) and in online learner updates (>= 2x),
+    each arm at its chosen learning rate; one markdown bullet per method."""
+    by_name = {r.arm.name: r.summary() for r in results if r.arm.part == "factorial"}
+    lines = []
+    for method in ("distrl", "digirl", "filtered_bc"):
+        a, s = by_name.get(f"{method}-async"), by_name.get(f"{method}-sync")
+        if a is None or s is None:
+            continue
+        parts = [f"trajectories {a['trajectories']:.0f} / {s['trajectories']:.0f}"]
+        if s["trajectories"]:
+            parts[0] += f" ({a['trajectories'] / s['trajectories']:.2f}x; target >= 2.4x)"
+        if a["updates"] is not None and s["updates"] is not None:
+            ratio = f" ({a['updates'] / s['updates']:.2f}x; target >= 2x)" if s["updates"] else ""
+            parts.append(f"online updates {a['updates']:.0f} / {s['updates']:.0f}{ratio}")
+        lines.append(f"- {method}, asynchronous / synchronous: " + "; ".join(parts))
+    return lines
 
 
 def _section(

@@ -165,7 +165,8 @@ def run_one(
     name = f"{METHOD_LABELS[method]} / {task_set} / seed {seed}"
     if (workdir / RECORD_FILE).is_file():
         log(f"[{name}] finished before: reusing {workdir / RECORD_FILE}")
-        return RunRecord.from_dict(json.loads((workdir / RECORD_FILE).read_text()))
+        cached = RunRecord.from_dict(json.loads((workdir / RECORD_FILE).read_text()))
+        return _with_steps(cached, workdir)
     shutil.rmtree(workdir, ignore_errors=True)  # a half run would skew the clock: start over
     new_project(workdir)
     seed_registry(cfg, workdir, sft)
@@ -231,7 +232,27 @@ def run_one(
 
 def _point(r: Any) -> RoundPoint:
     trajectories, success = r.row()["trajectories"], r.evaluate.get("success_rate", 0)
-    return RoundPoint(r.round, r.finished_s, r.collected_s, int(trajectories), float(success))
+    steps = r.train.get("steps")
+    return RoundPoint(
+        r.round,
+        r.finished_s,
+        r.collected_s,
+        int(trajectories),
+        float(success),
+        None if steps is None else int(steps),
+    )
+
+
+def _with_steps(record: RunRecord, workdir: Path) -> RunRecord:
+    """Fill the learner steps that records written before :attr:`RoundPoint.steps` existed lack,
+    from the rounds' train manifests in the run directory (left None where one is gone)."""
+    from distrl_tasks.stages.common import read_manifest
+
+    for point in record.rounds:
+        if point.steps is None:
+            train = read_manifest(workdir, point.round, "train") or {}
+            point.steps = int(train["steps"]) if "steps" in train else None
+    return record
 
 
 @dataclass

@@ -27,6 +27,7 @@ class RoundPoint:
     collected_s: float  # when its collection finished
     trajectories: int  # trajectories its collection produced
     success: float  # per-round evaluation (first N test tasks), in [0, 1]
+    steps: int | None = None  # the learner's optimizer steps so far (None: not recorded)
 
 
 @dataclass
@@ -57,6 +58,19 @@ class RunRecord:
     @property
     def rounds_in_budget(self) -> int:
         return sum(r.finished_s <= self.budget_s for r in self.rounds)
+
+    @property
+    def online_updates(self) -> int | None:
+        """Optimizer steps the learner took after round 0 up to the evaluated round.
+
+        Round 0 is the off2on offline phase, the same work for every method, so this is what
+        the budget's online data became. None where a round's steps were not recorded.
+        """
+        if self.final_round == 0:
+            return 0
+        steps = {r.round: r.steps for r in self.rounds}
+        start, end = steps.get(0), steps.get(self.final_round)
+        return None if start is None or end is None else end - start
 
 
 def step_at(points: Iterable[tuple[float, float]], t: float, initial: float = 0.0) -> float:

@@ -224,11 +224,12 @@ def evaluate_targets(
 
 def run_details_table(records: Sequence[RunRecord], methods: Sequence[str]) -> str:
     """Per method and task set: rounds learned within the budget, trajectories collected by the
-    budget, round of the evaluated policy, wall time of the rounds (means over seeds)."""
+    budget, the learner's optimizer steps after round 0 (:attr:`RunRecord.online_updates`),
+    round of the evaluated policy, wall time of the rounds (means over seeds)."""
     lines = [
         "| Method | Task set | Seeds | Rounds in budget | Trajectories by budget | "
-        "Evaluated round | Rounds wall (s) |",
-        "|---|---|---|---|---|---|---|",
+        "Online updates | Evaluated round | Rounds wall (s) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for ts in sorted({r.task_set for r in records}):
         for m in methods:
@@ -238,11 +239,17 @@ def run_details_table(records: Sequence[RunRecord], methods: Sequence[str]) -> s
             rounds = mean_std([r.rounds_in_budget for r in runs])
             trajs = mean_std([trajectories_at(r, r.budget_s) for r in runs])
             walls = mean_std([r.wall_s for r in runs])
+            updates = [r.online_updates for r in runs]
+            if None in updates:  # records from before steps were kept, their manifests gone
+                updates_cell = "n/a"
+            else:
+                mean, sd = mean_std(updates)
+                updates_cell = f"{mean:.0f} ± {sd:.0f}"
             finals = ", ".join(str(r.final_round) for r in sorted(runs, key=lambda r: r.seed))
             lines.append(
                 f"| {METHOD_LABELS.get(m, m)} | {TASK_SET_LABELS.get(ts, ts)} | {len(runs)} | "
                 f"{rounds[0]:.1f} ± {rounds[1]:.1f} | {trajs[0]:.0f} ± {trajs[1]:.0f} | "
-                f"{finals} | {walls[0]:.0f} ± {walls[1]:.0f} |"
+                f"{updates_cell} | {finals} | {walls[0]:.0f} ± {walls[1]:.0f} |"
             )
     return "\n".join(lines)
 

@@ -93,6 +93,29 @@ def test_rounds_in_budget_and_json_round_trip() -> None:
     assert RunRecord.from_dict(r.to_dict()) == r
 
 
+def test_online_updates_count_the_steps_after_round_0_up_to_the_evaluated_round() -> None:
+    points = [RoundPoint(0, 30.0, 10.0, 0, 0.2, 74), RoundPoint(1, 60.0, 40.0, 8, 0.2, 99)]
+    points.append(RoundPoint(2, 130.0, 90.0, 8, 0.3, 124))  # past the budget: not evaluated
+    r = record("digirl", 0, 0.3, rounds=points, final_round=1)
+    assert r.online_updates == 99 - 74
+    assert record("digirl", 0, 0.3, rounds=points, final_round=0).online_updates == 0
+    old = [RoundPoint(0, 30.0, 10.0, 0, 0.2), RoundPoint(1, 60.0, 40.0, 8, 0.2)]
+    assert record("digirl", 0, 0.3, rounds=old, final_round=1).online_updates is None
+    assert RunRecord.from_dict(r.to_dict()) == r
+
+
+def test_cached_records_get_their_steps_from_the_train_manifests(tmp_path) -> None:
+    from distrl_tasks.bench.learning import _with_steps
+    from distrl_tasks.stages.common import write_manifest
+
+    write_manifest(tmp_path, 0, "train", {"steps": 58})
+    write_manifest(tmp_path, 1, "train", {"steps": 83})
+    old = [RoundPoint(r, 10.0 * r, 5.0 * r, 8, 0.2) for r in (0, 1, 2)]  # round 2's is gone
+    r = _with_steps(record("distrl", 0, 0.3, rounds=old, final_round=1), tmp_path)
+    assert [p.steps for p in r.rounds] == [58, 83, None]
+    assert r.online_updates == 25
+
+
 def test_targets_by_hand() -> None:
     def run(method: str, seed: int, test: float, trajectories: int) -> RunRecord:
         return record(method, seed, test, collections=[(50.0, trajectories), (150.0, 99)])
@@ -137,12 +160,18 @@ def test_results_section_is_appended_then_replaced_in_place() -> None:
 
 
 def test_results_section_and_plots(tmp_path) -> None:
+    def points(method: str, seed: int) -> list[RoundPoint]:
+        if method == "distrl":  # steps not recorded
+            return [RoundPoint(1, 40.0, 10.0, 4, 0.25), RoundPoint(2, 90.0, 60.0, 4, 0.5)]
+        end = 30 + 20 * seed  # online updates 20 and 40
+        return [RoundPoint(0, 5.0, 1.0, 0, 0.1, 10), RoundPoint(1, 40.0, 10.0, 8, 0.25, end)]
+
     runs = [
         record(
             method,
             seed,
             0.1,
-            rounds=[RoundPoint(1, 40.0, 10.0, 4, 0.25), RoundPoint(2, 90.0, 60.0, 4, 0.5)],
+            rounds=points(method, seed),
             collections=[(10.0, 4), (60.0, 4)],
         )
         for method in ("distrl", "digirl")
@@ -170,7 +199,8 @@ def test_results_section_and_plots(tmp_path) -> None:
     )
     assert text.startswith(rep.START_MARK) and text.rstrip().endswith(rep.END_MARK)
     assert "](p/learning_success_general.png)" in text and "- budget 100 s" in text
-    assert "| DistRL | General | 2 | 2.0 ± 0.0 | 8 ± 0 | 1, 1 | 0 ± 0 |" in text
+    assert "| DistRL | General | 2 | 2.0 ± 0.0 | 8 ± 0 | n/a | 1, 1 | 0 ± 0 |" in text
+    assert "| DigiRL | General | 2 | 2.0 ± 0.0 | 8 ± 0 | 30 ± 14 | 1, 1 | 0 ± 0 |" in text
 
 
 def test_presets_and_run_config() -> None:
@@ -276,17 +306,43 @@ def test_ablation_arms_force_collection_and_pick_the_lr_by_train_success() -> No
     cfg = run_config(arm_settings(smoke, signed, 1e-5), "general", method="distrl")
     assert cfg.algorithm.distrl.advantage == "signed"
 
-    def rec(train: float, test: float) -> RunRecord:
-        return RunRecord("distrl", "general", 0, 20.0, {"train": train, "test": test}, 1)
+    def rec(train: float, test: float, steps: int | None = None) -> RunRecord:
+        points = [RoundPoint(0, 5.0, 1.0, 0, 0.0, 10), RoundPoint(1, 9.0, 4.0, 8, 0.0, steps)]
+        rounds = points if steps is not None else []
+        return RunRecord("distrl", "general", 0, 20.0, {"train": train, "test": test}, 1, rounds)
 
     # the test split is better at 1e-5, but train success picks 3e-5
-    res = ArmResult(signed, {1e-5: [rec(0.2, 0.9)], 3e-5: [rec(0.4, 0.1)]})
+    res = ArmResult(signed, {1e-5: [rec(0.2, 0.9)], 3e-5: [rec(0.4, 0.1, 40), rec(0.4, 0.1, 50)]})
     assert res.best_lr == 3e-5 and res.summary()["test_mean"] == 0.1
+    assert res.summary()["updates"] == 35.0  # (30 + 40) / 2 online updates
     table = ablation_table([res], {"general": 0.25})
     assert "distrl-signed" in table and "| 3e-05 |" in table and "10.0%" in table
-    assert "| 1e-05: 20.0% / 90.0%, 3e-05: 40.0% / 10.0% |" in table  # every rate, shown
+    assert "| 2.0 | 35 | 1e-05: 20.0% / 90.0%, 3e-05: 40.0% / 10.0% |" in table  # every rate
+    unknown = ArmResult(signed, {1e-5: [rec(0.2, 0.9)]})  # no steps recorded
+    assert "| 0.0 | n/a | 1e-05" in ablation_table([unknown], {"general": 0.25})
     with pytest.raises(ValueError, match="parts"):
         arms(["bogus"])
+
+
+def test_factorial_ratios_by_hand() -> None:
+    from distrl_tasks.bench.ablation import ArmResult, ablation_table, arms, factorial_ratios
+
+    by_name = {a.name: a for a in arms()}
+
+    def run(trajs: int, steps: int) -> RunRecord:
+        points = [RoundPoint(0, 5.0, 1.0, 0, 0.0, 20), RoundPoint(1, 9.0, 4.0, trajs, 0.0, steps)]
+        return record("digirl", 0, 0.3, 0.5, rounds=points, collections=[(4.0, trajs)])
+
+    results = [
+        ArmResult(by_name["digirl-async"], {1e-5: [run(240, 170)]}),  # 240 trajs, 150 updates
+        ArmResult(by_name["digirl-sync"], {1e-5: [run(100, 95)]}),  # 100 trajs, 75 updates
+        ArmResult(by_name["distrl-async"], {1e-5: [run(50, 30)]}),  # no sync arm: no line
+    ]
+    assert factorial_ratios(results) == [
+        "- digirl, asynchronous / synchronous: trajectories 240 / 100 (2.40x; target >= 2.4x); "
+        "online updates 150 / 75 (2.00x; target >= 2x)"
+    ]
+    assert ablation_table(results, {"general": 0.2}).endswith(factorial_ratios(results)[0])
 
 
 def test_ablation_runs_in_parts_by_arm_name() -> None:
