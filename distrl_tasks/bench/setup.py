@@ -139,7 +139,7 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "algorithm.distrl.rescore": "all",
 }
 # Keys that decide what is kept on disk, never what a run learns: they never name a result.
-STORAGE_KEYS: frozenset[str] = frozenset({"algorithm.keep_states"})
+STORAGE_KEYS: frozenset[str] = frozenset({"algorithm.keep_states", "tracking.keep_downloads"})
 # New keys that only act in one mode, with the key that turns it off: off, they stay out too.
 MODE_KEYS: dict[str, str] = {
     "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",

@@ -267,6 +267,11 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
         base, algorithm=dataclasses.replace(base.algorithm, keep_states=0)
     )
     assert _cache_view(keep_all) == _cache_view(base)
+    keep_downloads = dataclasses.replace(
+        base, tracking=dataclasses.replace(base.tracking, keep_downloads=0)
+    )
+    assert _cache_view(keep_downloads) == _cache_view(base)
+    assert sft_key(keep_downloads, smoke) == sft_key(base, smoke)
 
 
 def test_cli_flags_become_settings() -> None:
