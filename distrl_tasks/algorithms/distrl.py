@@ -18,14 +18,14 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
   ``min(rho_bar, rho)``), ``w`` the prioritized-replay importance weights and ``H`` the policy's
   entropy summed over the action's tokens (``AutoUIPolicy.score``).
   ``policy_advantage = "positive"`` swaps the policy term for the released code's
-  ``-E[w * min(rho_bar, rho) * 1[A > 0] * log pi]``: only actions that beat the critic are
-  pushed up.
+  ``-E[w * min(rho_bar, rho) * 1[A > 0] * log pi]``: only actions beating the critic go up.
 * Released form (``algorithm.distrl``, the default; fields documented in
   :class:`~distrl_tasks.config.rl_sections.DistRLConfig`): positive advantages, actor windows
   from the top-``p`` trajectories, ``windows`` per step, uniform window starts, no entropy.
-  Why not the paper's signed form (issue 21): with 91% of sampled steps at ``A < 0`` under a
-  fresh critic and Adam's equal-sized steps it pushes down nearly every action; in the ablation
-  (WebShop, live) it fell from 29% to 0% success within two learner rounds, released form 30%.
+  Not the paper's signed form (issue 21): with 91% of sampled steps at ``A < 0`` under a fresh
+  critic it pushes down nearly every action; in the ablation (WebShop, live) it fell from 29%
+  to 0% within two learner rounds (released form 30%). No other one-change variant (no filter,
+  no pre-fit, 4 or 64 windows) left one evaluation's error of the released form.
 * Critic pre-fit (:mod:`critic_fit`): a fresh critic gets the output bias
   ``logit(mean target)`` (:meth:`DistRL.init_critic_bias`) and critic-only steps
   (:meth:`DistRL.critic_loss`, which scores no policy: its Retrace targets take ``rho = 1``)
