@@ -74,7 +74,7 @@ def _policy(cfg: Config, policy: object, seed: int) -> object:
 
 def behavior_policy(cfg: Config, workdir: str | os.PathLike) -> tuple[object, int]:
     """The registry's ``behavior`` policy and its policy version (what actors run)."""
-    from distrl_tasks.stages.common import learner_dir, registry
+    from distrl_tasks.stages.common import checkout, registry
 
     reg = registry(cfg, workdir)
     info = reg.alias_version("behavior")
@@ -83,8 +83,7 @@ def behavior_policy(cfg: Config, workdir: str | os.PathLike) -> tuple[object, in
             f"no 'behavior' policy in the registry {cfg.tracking.model_name!r}: "
             "run `distrl bootstrap` first"
         )
-    cache, keep = learner_dir(workdir) / "registry", cfg.tracking.keep_downloads
-    with reg.checkout(info.version, cache, keep=keep) as path:
+    with checkout(cfg, workdir, reg, info.version) as path:
         policy = build_policy(cfg.agent, checkpoint_dir=path, seed=cfg.sim.seed)
     version = info.policy_version if info.policy_version is not None else info.version
     return policy, int(version)

@@ -92,6 +92,13 @@ def registry(cfg: Config, workdir: str | os.PathLike):
     return ModelRegistry(tracker(cfg, workdir), cfg.tracking.model_name)
 
 
+def checkout(cfg: Config, workdir: str | os.PathLike, reg: Any, version: int):
+    """Registry ``version`` checked out in the project's download cache (``runs/learner/
+    registry``, pruned to ``tracking.keep_downloads``): load the weights inside the block."""
+    cache = learner_dir(workdir) / "registry"
+    return reg.checkout(version, cache, keep=cfg.tracking.keep_downloads)
+
+
 @contextlib.contextmanager
 def stage_run(cfg: Config, workdir: str | os.PathLike, round_: int, stage: str) -> Iterator[Any]:
     """An MLflow run for ``stage`` nested under round ``round_``'s parent run.

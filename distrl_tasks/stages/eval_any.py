@@ -83,7 +83,7 @@ def _registry_checkpoint(
     cfg: Config, ref: str, workdir: str | os.PathLike
 ) -> contextlib.AbstractContextManager[Path]:
     """The registry version or alias REF names, checked out (held while the block loads it)."""
-    from distrl_tasks.stages.common import learner_dir, registry
+    from distrl_tasks.stages.common import checkout, registry
 
     reg = registry(cfg, workdir)
     if ref.isdigit():
@@ -96,8 +96,7 @@ def _registry_checkpoint(
                 f"version or an alias of the registry {cfg.tracking.model_name!r}"
             )
         version = info.version
-    cache = learner_dir(workdir) / "registry"
-    return reg.checkout(version, cache, keep=cfg.tracking.keep_downloads)
+    return checkout(cfg, workdir, reg, version)
 
 
 def episode_rows(results: Sequence[EpisodeResult]) -> list[dict[str, Any]]:

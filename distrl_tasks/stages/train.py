@@ -201,8 +201,7 @@ def open_learner(
     if latest is None:
         registry = common.registry(cfg, workdir)
         origin = registry.get_version(_starting_version(cfg, workdir, round_, registry))
-        cache, keep = common.learner_dir(workdir) / "registry", cfg.tracking.keep_downloads
-        with registry.checkout(origin.version, cache, keep=keep) as start:
+        with common.checkout(cfg, workdir, registry, origin.version) as start:
             policy = build_policy(cfg.agent, checkpoint_dir=start, seed=cfg.sim.seed)
         start_version = origin.policy_version or 0
     else:
