@@ -50,8 +50,9 @@ from distrl_tasks.runners.collector import collect_async, collect_sync
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import ScriptedPolicy
 from distrl_tasks.runners.trajectory import Episode
-from distrl_tasks.sim.serving import RunningFarm, running_farm
+from distrl_tasks.sim.serving import RunningFarm
 from distrl_tasks.stages.collect import sample_goals
+from distrl_tasks.tasks.farm import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
 

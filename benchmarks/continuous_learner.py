@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from distrl_tasks.agents.policy import build_policy
-from distrl_tasks.algorithms.base import build_algorithm
+from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
 from distrl_tasks.bench.setup import LearningBenchSettings, run_config
 from distrl_tasks.config import parse_override

@@ -48,7 +48,7 @@ from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.evaluators.base import Verdict
 from distrl_tasks.evaluators.gemini import GeminiEvaluator
-from distrl_tasks.evaluators.ratelimit import RetryPolicy
+from distrl_tasks.protocol.ratelimit import RetryPolicy
 from distrl_tasks.stages import collect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, tap
 from distrl_tasks.agents.fast_decoder import DecoderRun
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, build_policy, format_prompt
 from distrl_tasks.config import Config, load_config
+from distrl_tasks.protocol.actions import ActionType, format_action, key, tap
 from distrl_tasks.tasks.taskset import load_goals
 
 

@@ -24,15 +24,15 @@ import torch
 from PIL import Image
 from transformers import T5Config
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, tap, type_text
 from distrl_tasks.agents.autoui import AutoUIModel
 from distrl_tasks.agents.policy import AutoUIPolicy, build_policy, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer
-from distrl_tasks.algorithms.base import build_algorithm
+from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
 from distrl_tasks.config import config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.schema import table_from_rows
+from distrl_tasks.protocol.actions import ActionType, format_action, key, tap, type_text
 
 DIM = 1408
 

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from distrl_tasks.sim.serving import RunningFarm, running_farm
+from distrl_tasks.sim.serving import RunningFarm
+from distrl_tasks.tasks.farm import running_farm
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, lm_head_is_tied
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer, Tokenizer
+from distrl_tasks.protocol.files import atomic_copy, atomic_write, read_json_object, temp_name
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
@@ -61,12 +61,6 @@ def _unique_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def save_checkpoint(
     model: AutoUIModel,
     tokenizer: Tokenizer,
@@ -89,17 +83,15 @@ def save_checkpoint(
         "tokenizer": tokenizer.kind,
         "metadata": dict(metadata or {}),
     }
-    tmp_weights = out / f".{WEIGHTS_FILE}.tmp-{os.getpid()}"
+    tmp_weights = temp_name(out / WEIGHTS_FILE)
     save_file(_unique_state(model), str(tmp_weights), metadata={"format": "pt"})
     os.replace(tmp_weights, out / WEIGHTS_FILE)
     if isinstance(tokenizer, SentencePieceTokenizer):
         if tokenizer.path.resolve() != (out / SPIECE_FILE).resolve():
-            tmp = out / f".{SPIECE_FILE}.tmp-{os.getpid()}"
-            shutil.copyfile(tokenizer.path, tmp)
-            os.replace(tmp, out / SPIECE_FILE)
+            atomic_copy(tokenizer.path, out / SPIECE_FILE)
     else:
         (out / SPIECE_FILE).unlink(missing_ok=True)  # a stale one would override "byte"
-    _atomic_write_bytes(out / CONFIG_FILE, json.dumps(config, indent=2, default=str).encode())
+    atomic_write(out / CONFIG_FILE, json.dumps(config, indent=2, default=str).encode())
     return out
 
 
@@ -115,13 +107,7 @@ def _read_config(directory: Path) -> dict[str, Any]:
     path = directory / CONFIG_FILE
     if not path.is_file():
         raise CheckpointError(f"{directory}: no {CONFIG_FILE}; not a T5/AutoUI checkpoint")
-    try:
-        config = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{path}: expected a JSON object")
-    return config
+    return read_json_object(path, CheckpointError)
 
 
 def weight_files(directory: Path) -> list[Path]:

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 import torch
 
-from distrl_tasks.agents.actions import ActionType
 from distrl_tasks.agents.tokenizer import Tokenizer
+from distrl_tasks.protocol.actions import ActionType
 
 _TYPES = "|".join(t.value for t in ActionType)
 _COORD = r"(0\.[0-9]{4}|1\.0000)"

@@ -8,7 +8,6 @@ never re-runs the encoder.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -19,6 +18,7 @@ from PIL import Image
 
 from distrl_tasks.agents.checkpoint import CheckpointError, read_weights, weight_files
 from distrl_tasks.config import AgentConfig
+from distrl_tasks.protocol.files import read_json_object
 
 BLIP2_DIM = 1408  # ViT-g pooled output of Salesforce/blip2-opt-2.7b
 # BLIP-2's processor normalises with the OpenAI CLIP statistics.
@@ -110,7 +110,7 @@ class Blip2ImageEncoder:
         from transformers import Blip2Config, Blip2VisionConfig, Blip2VisionModel
 
         root = Path(path)
-        config = _read_json(root / "config.json")
+        config = read_json_object(root / "config.json", CheckpointError)
         kind = config.get("model_type")
         if kind == "blip-2":
             vision_config = Blip2Config.from_dict(config).vision_config
@@ -139,7 +139,7 @@ class Blip2ImageEncoder:
         mean, std = CLIP_MEAN, CLIP_STD
         pre = root / "preprocessor_config.json"
         if pre.is_file():
-            pcfg = _read_json(pre)
+            pcfg = read_json_object(pre, CheckpointError)
             size = pcfg.get("size", size)
             mean = tuple(pcfg.get("image_mean", mean))
             std = tuple(pcfg.get("image_std", std))
@@ -169,23 +169,11 @@ class Blip2ImageEncoder:
         return out
 
 
-def _read_json(path: Path) -> dict:
-    if not path.is_file():
-        raise CheckpointError(f"not found: {path}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path}: expected a JSON object")
-    return data
-
-
 def image_feature_dim(cfg: AgentConfig) -> int:
     """Feature size the configured encoder produces, without loading any weights."""
     if cfg.image_encoder == "small":
         return SmallImageEncoder.dim
-    config = _read_json(Path(cfg.image_encoder_path) / "config.json")
+    config = read_json_object(Path(cfg.image_encoder_path) / "config.json", CheckpointError)
     vision = config.get("vision_config", config) if config.get("model_type") == "blip-2" else config
     return int(vision.get("hidden_size", BLIP2_DIM))
 

@@ -42,16 +42,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from distrl_tasks.agents.actions import format_action, tap
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.fast_sampling import decode_fast
 from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
-from distrl_tasks.agents.policy_types import Observation, Sample, Scores, format_prompt
+from distrl_tasks.agents.policy_types import Sample, Scores
 from distrl_tasks.agents.reference_sampling import decode_reference
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.config import AgentConfig
+from distrl_tasks.protocol.actions import format_action, tap
+from distrl_tasks.protocol.observation import Observation, format_prompt
 
 logger = logging.getLogger(__name__)
 

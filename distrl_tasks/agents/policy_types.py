@@ -1,32 +1,14 @@
-"""What goes into and comes out of :class:`~distrl_tasks.agents.policy.AutoUIPolicy`.
+"""What comes out of :class:`~distrl_tasks.agents.policy.AutoUIPolicy`: samples and scores.
 
-Plain data types and the prompt format, kept apart from the policy so that data code (replay
-batches, collectors) can build observations without the model's imports.
+What goes in (:class:`~distrl_tasks.protocol.observation.Observation` and the prompt format)
+is on the ground floor, :mod:`distrl_tasks.protocol`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What the policy sees at one step: the AutoUI prompt and the last frame's features."""
-
-    prompt: str  # "Previous Actions: ... Goal: ..." (see format_prompt)
-    image_features: np.ndarray | torch.Tensor  # [D], one screenshot's encoder output
-
-
-def format_prompt(goal: str, previous_actions: Sequence[str] = (), history: int = 1) -> str:
-    """AutoUI's prompt: the last ``history`` actions (the papers keep 1), then the goal."""
-    if history < 0:
-        raise ValueError(f"history must be >= 0, got {history}")
-    recent = list(previous_actions)[-history:] if history else []
-    return "Previous Actions: " + " ".join(recent) + " Goal: " + goal
 
 
 @dataclass(frozen=True)

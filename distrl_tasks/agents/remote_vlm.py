@@ -35,14 +35,14 @@ from typing import Any
 
 import torch
 
-from distrl_tasks.agents.actions import Action, parse_action
 from distrl_tasks.agents.vlm_messages import (
     VLMObservation,
     build_messages,
     check_observation,
     read_completion,
 )
-from distrl_tasks.evaluators.ratelimit import RetryPolicy, Sleep, parse_retry_after
+from distrl_tasks.protocol.actions import Action, parse_action
+from distrl_tasks.protocol.ratelimit import RetryPolicy, Sleep, parse_retry_after
 
 try:
     import httpx

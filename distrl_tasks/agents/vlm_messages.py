@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, tap
-from distrl_tasks.agents.actions import type_text as type_action
+from distrl_tasks.protocol.actions import ActionType, format_action, key, tap
+from distrl_tasks.protocol.actions import type_text as type_action
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -5,7 +5,7 @@ The learner loop (``algorithms/learner.py``) is algorithm-agnostic: per round it
 :meth:`Algorithm.sample` and :meth:`Algorithm.loss`, and backpropagates ``LossOutput.loss``
 through the optimizer it built from :meth:`Algorithm.param_groups`. Modes (offline / online /
 off2on) are not the algorithm's concern: the offline phase is round 0, with its own dataset and
-step counts (:mod:`distrl_tasks.orchestration.modes`). What differs between algorithms is declared
+step counts (:mod:`distrl_tasks.stages.modes`). What differs between algorithms is declared
 by the algorithm (see :attr:`Algorithm.name` and each module's docstring).
 
 Metric names are namespaced: ``losses/...`` for loss terms, ``train/...`` for diagnostics.
@@ -84,32 +84,6 @@ class Algorithm(Protocol):
     def loss(self, batch: Batch) -> LossOutput:
         """The scalar loss on ``batch`` (with gradient) and its named terms and metrics."""
         ...
-
-
-def build_algorithm(cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> Algorithm:
-    """The algorithm ``cfg.algorithm.name`` names, wired to ``policy`` and fresh critics.
-
-    Critics use the text encoder ``cfg.agent.critic_text_encoder`` names (hashed by default; see
-    :mod:`distrl_tasks.agents.text_encoders`); the step critic's image input size follows the
-    policy's image feature size.
-
-    Raises:
-        ValueError: an unknown algorithm name.
-    """
-    name = cfg.algorithm.name
-    if name == "distrl":
-        from distrl_tasks.algorithms.distrl import DistRL
-
-        return DistRL.from_config(cfg, policy, device=device)
-    if name == "digirl":
-        from distrl_tasks.algorithms.digirl import DigiRL
-
-        return DigiRL.from_config(cfg, policy, device=device)
-    if name == "filtered_bc":
-        from distrl_tasks.algorithms.filtered_bc import FilteredBC
-
-        return FilteredBC.from_config(cfg, policy, device=device)
-    raise ValueError(f"algorithm.name: unknown algorithm {name!r}; expected one of {ALGORITHMS}")
 
 
 def critic_text_encoder(cfg: Config, device: str = "cpu"):

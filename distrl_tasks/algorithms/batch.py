@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from distrl_tasks.agents.policy import Observation
 from distrl_tasks.data.replay import ReplayBuffer, SequenceBatch, TransitionBatch
+from distrl_tasks.protocol.observation import Observation
 
 DEFAULT_HORIZONS: Mapping[str, int] = {"general": 10, "webshop": 20}
 """Step budget per task set (``env.horizon_general`` / ``env.horizon_webshop``)."""

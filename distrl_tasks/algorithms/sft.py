@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from distrl_tasks.agents.actions import format_action, parse_action
-from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
+from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.protocol.actions import format_action, parse_action
+from distrl_tasks.protocol.observation import Observation, format_prompt
 
 MISTAKE_PLAN = "mistake"  # the expert's plan text marks its injected mistakes with this prefix
 DEMO_COLUMNS = ("trajectory_id", "step", "task", "action", "reward", "image_features")

@@ -29,6 +29,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
+from distrl_tasks.protocol.files import atomic_write_text, read_json_object
+
 FORMAT_VERSION = 1
 STATE_FILE = "train_state.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
@@ -144,15 +146,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 def read_json(path: Path) -> dict[str, Any]:
     """Read a JSON object, with an error naming the file when it is missing or malformed."""
-    if not path.is_file():
-        raise TrainStateError(f"checkpoint file missing: {path}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise TrainStateError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise TrainStateError(f"{path}: expected a JSON object")
-    return data
+    return read_json_object(path, TrainStateError, what="checkpoint file")
 
 
 def save_module(module: torch.nn.Module, path: Path) -> None:
@@ -211,26 +205,9 @@ def load_priorities(path: Path) -> dict[str, float]:
     return dict(zip(ids, prio, strict=True))
 
 
-def publish_dir(tmp: Path, final: Path) -> None:
-    """Move a finished temporary directory to ``final``, replacing an older one of that name.
-
-    ``os.replace`` cannot replace a non-empty directory, so an existing one is first renamed
-    aside; a reader may briefly see no checkpoint of that name, never a partial one.
-    """
-    aside = None
-    if final.exists():
-        aside = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, aside)
-    os.replace(tmp, final)
-    if aside is not None:
-        shutil.rmtree(aside, ignore_errors=True)
-
-
 def write_latest(root: Path, name: str) -> None:
     """Atomically point ``root/latest`` at checkpoint directory ``name``."""
-    tmp = root / f".{LATEST_FILE}.tmp-{os.getpid()}"
-    tmp.write_text(name + "\n")
-    os.replace(tmp, root / LATEST_FILE)
+    atomic_write_text(root / LATEST_FILE, name + "\n")
 
 
 def prune_checkpoints(root: str | os.PathLike, keep: int) -> list[Path]:

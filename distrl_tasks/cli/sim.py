@@ -74,9 +74,9 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
     sim = cfg.sim
 
     from distrl_tasks.sim.adb_server import AdbServer
-    from distrl_tasks.sim.farm import DeviceFarm
+    from distrl_tasks.tasks.farm import device_farm
 
-    farm = DeviceFarm(sim.devices, sim.seed, sim, dynamics=sim.dynamics.profile)
+    farm = device_farm(sim.devices, sim.seed, sim, dynamics=sim.dynamics.profile)
 
     async def serve() -> None:
         server = AdbServer(farm, host=sim.host, port=port, allow_kill=args.allow_kill)

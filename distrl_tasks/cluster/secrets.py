@@ -13,6 +13,8 @@ import os
 import secrets
 from pathlib import Path
 
+from distrl_tasks.protocol.files import atomic_write_text
+
 # name -> how it is generated; the Fernet key must be 32 url-safe base64-encoded bytes
 SECRET_NAMES = (
     "postgres_superuser",
@@ -34,12 +36,7 @@ def _generate(name: str) -> str:
 
 def write_private(path: Path, text: str) -> None:
     """Write ``text`` atomically to ``path`` with mode 0600 (created so, never world-readable)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text, mode=0o600)
 
 
 def load_or_create(secrets_dir: Path) -> dict[str, str]:

@@ -1,7 +1,7 @@
-"""A shard's files on disk: the manifest record beside the Parquet file, checksums, atomic writes.
+"""A shard's files on disk: the manifest record beside the Parquet file and its checksums.
 
-Writes go through a temp file in the same directory, ``fsync`` and ``os.replace``, so a file is
-either absent (or its old version) or complete, never partial.
+Manifests are written with :func:`distrl_tasks.protocol.files.atomic_write`, so one is either
+absent (or its old version) or complete, never partial.
 """
 
 from __future__ import annotations
@@ -9,14 +9,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 MANIFEST_SUFFIX = ".manifest.json"
-TEMP_MARKER = ".tmp-"
 
 
 @dataclass(frozen=True)
@@ -96,29 +93,6 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, payload: bytes) -> None:
-    """Write bytes so that ``path`` is either absent/old or complete, never partial."""
-    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{uuid.uuid4().hex[:8]}")
-    try:
-        with tmp.open("wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
 
 
 def read_manifest(path: Path) -> ShardInfo:

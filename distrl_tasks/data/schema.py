@@ -27,7 +27,7 @@ ACTION_TYPES = (
     "STATUS_TASK_COMPLETE",
     "TASK_IMPOSSIBLE",
 )
-"""AutoUI action types (as ``agents.actions.ActionType``); unparsable output is stored as
+"""AutoUI action types (as ``protocol.actions.ActionType``); unparsable output is stored as
 ``TASK_IMPOSSIBLE`` with ``invalid`` true."""
 
 SPLITS = ("train", "test")

@@ -27,11 +27,9 @@ import pyarrow.parquet as pq
 
 from distrl_tasks.data.manifest import (
     MANIFEST_SUFFIX,
-    TEMP_MARKER,
     Quarantined,
     ShardInfo,
     VerifyReport,
-    atomic_write,
     read_manifest,
     sha256_file,
 )
@@ -47,6 +45,7 @@ from distrl_tasks.data.schema import (
     validate_table,
 )
 from distrl_tasks.data.trajectories import check_returns
+from distrl_tasks.protocol.files import TEMP_MARKER, atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from distrl_tasks.data.git_dvc import (
     open_dvc,
     run_git,
 )
-from distrl_tasks.data.manifest import TEMP_MARKER, atomic_write
+from distrl_tasks.protocol.files import TEMP_MARKER, atomic_write
 
 if TYPE_CHECKING:
     from dvc.repo import Repo

@@ -19,10 +19,10 @@ from typing import Protocol
 
 import numpy as np
 
-from distrl_tasks.agents.actions import Action, ActionType, format_action, parse_action
-from distrl_tasks.agents.policy import Observation, format_prompt
 from distrl_tasks.config import EnvConfig
 from distrl_tasks.envs.device import KEY_BACK, KEY_ENTER, KEY_HOME, Device
+from distrl_tasks.protocol.actions import Action, ActionType, format_action, parse_action
+from distrl_tasks.protocol.observation import Observation, format_prompt
 
 _KEYS = {
     ActionType.PRESS_BACK: KEY_BACK,

@@ -31,7 +31,7 @@ from distrl_tasks.evaluators.gemini_client import (
     to_contents,
 )
 from distrl_tasks.evaluators.gemini_prompt import PROMPT_VERSION, build_prompt, parse_status
-from distrl_tasks.evaluators.ratelimit import Clock, RetryPolicy, Sleep, TokenBucket
+from distrl_tasks.protocol.ratelimit import Clock, RetryPolicy, Sleep, TokenBucket
 
 if TYPE_CHECKING:
     from distrl_tasks.config import Config

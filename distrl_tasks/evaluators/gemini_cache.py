@@ -7,16 +7,15 @@ labels (success/failure) are stored; unlabeled answers are retried on the next p
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from distrl_tasks.evaluators.base import Verdict
+from distrl_tasks.protocol.files import atomic_write_json
 
 CACHE_FORMAT = 1
 
@@ -84,18 +83,7 @@ class VerdictCache:
             **meta,
         }
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f, ensure_ascii=False, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write_json(path, entry, sort_keys=True, indent=1)
         return path
 
     def __len__(self) -> int:

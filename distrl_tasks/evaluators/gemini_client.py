@@ -15,7 +15,7 @@ from google import genai
 from google.genai import errors, types
 
 from distrl_tasks.evaluators.gemini_prompt import InlineImage, Part
-from distrl_tasks.evaluators.ratelimit import parse_retry_after
+from distrl_tasks.protocol.ratelimit import parse_retry_after
 
 API_VERSION = "v1beta"  # the generateContent endpoint family we target (and the fake serves)
 RETRYABLE_CODES = frozenset({408, 429, 500, 502, 503, 504})

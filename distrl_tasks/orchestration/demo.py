@@ -135,7 +135,7 @@ def run_expert_showcase(cfg: Config, *, tasks_per_split: int, mistake_rate: floa
 
     Returns a process exit code: 0 when every split ran, 1 if any episode hit an error.
     """
-    from distrl_tasks.sim.serving import running_farm
+    from distrl_tasks.tasks.farm import running_farm
     from distrl_tasks.tasks.taskset import load_goals
 
     plan = [

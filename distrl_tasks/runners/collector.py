@@ -25,10 +25,10 @@ from tqdm.auto import tqdm
 from distrl_tasks.envs.android_env import AndroidEnv, EnvObservation
 from distrl_tasks.envs.device import DeviceError
 from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.runners.gate import EpisodeGate, GateClosed
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy, as_collect_policy
 from distrl_tasks.runners.trajectory import Episode, EpisodeMeta, EpisodeRunner
-from distrl_tasks.runners.versions import BoardClosed, VersionBoard
 
 # How long an interrupted collection waits for each device thread: one step at most, i.e. one
 # policy call and one device command (bounded by env.command_timeout_s, 20 s by default).
@@ -157,7 +157,7 @@ def collect_async(
     recover_wait_s: float = 0.5,
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
-    board: VersionBoard | None = None,
+    board: EpisodeGate | None = None,
     halt: threading.Event | None = None,
     done: Mapping[str, Episode] | None = None,
 ) -> CollectResult:
@@ -168,8 +168,8 @@ def collect_async(
     episodes that start after it. Episodes whose trajectory id is in ``done`` (an
     :class:`~distrl_tasks.runners.journal.EpisodeJournal` of an earlier attempt) are taken as
     they are and not run again; ``on_episode`` sees only new ones. With a ``board`` (a
-    continuous learner's :class:`~distrl_tasks.runners.versions.VersionBoard`) every episode is
-    dispatched through it: the device waits at its staleness gate, the newest published version
+    continuous learner's version board, seen as an :class:`~distrl_tasks.runners.gate.EpisodeGate`)
+    every episode is dispatched through it: the device waits at its staleness gate, the newest published version
     is swapped into the server between episodes, and the episode's transitions are reported
     when it ends (whatever its staleness by then: no episode is dropped). Setting ``halt``
     starts no further episode while letting the running ones finish.
@@ -203,7 +203,7 @@ def collect_async(
             if board is not None:
                 try:
                     newest = board.dispatch(stop, halt)  # the budget's end frees the gate too
-                except BoardClosed:
+                except GateClosed:
                     return
                 with swap_lock:  # the first device to see a new version installs it
                     if newest.version > server.version:

@@ -15,12 +15,12 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from distrl_tasks.agents.actions import parse_action
 from distrl_tasks.agents.image_encoders import build_image_encoder
 from distrl_tasks.config import Config
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.protocol.actions import parse_action
 from distrl_tasks.runners.collector import collect_async
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy
@@ -178,7 +178,7 @@ def evaluate_on_farm(
         if adb_address is not None:
             host, port = adb_address
         else:
-            from distrl_tasks.sim.serving import running_farm
+            from distrl_tasks.tasks.farm import running_farm
 
             farm = stack.enter_context(
                 running_farm(

@@ -20,9 +20,9 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.envs.android_env import EnvObservation
+from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.tasks.expert import Expert
 from distrl_tasks.tasks.parse import parse_goal
 

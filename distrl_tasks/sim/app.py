@@ -19,14 +19,42 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 from distrl_tasks.sim.ui import Node
 
-if TYPE_CHECKING:
-    from distrl_tasks.sim.phone import Phone
-
 T = TypeVar("T")
+
+
+class PhoneHost(Protocol):
+    """What apps and the live-world dynamics use of the phone that hosts them.
+
+    :class:`~distrl_tasks.sim.phone.Phone` implements it. Apps are written against this
+    interface rather than the phone class, so the phone can import its apps and not the other
+    way round.
+    """
+
+    apps: dict[str, App]
+    front: App
+    focus: str | None
+    installed: set[str]
+    alarms: dict[str, bool]
+    notifications: dict[str, bool]
+    scroll: dict[tuple[str, Page], int]
+    version: int  # bumped on every mutation
+    nav: int  # bumped on every navigation
+
+    def _touch(self) -> None: ...
+
+    def app_by_label(self, label: str) -> App | None: ...
+
+    def on_navigate(self, app: App) -> None: ...
+
+    def launch(self, package: str) -> bool: ...
+
+    def go_home(self) -> None: ...
+
+    def back(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -73,7 +101,7 @@ class App(ABC):
     home_page: ClassVar[str] = "home"
     system: ClassVar[bool] = True  # preinstalled (cannot be uninstalled)
 
-    def __init__(self, phone: Phone) -> None:
+    def __init__(self, phone: PhoneHost) -> None:
         self.phone = phone
         self.stack: list[Page] = []
         self.fields: dict[str, str] = {}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from distrl_tasks.config import SimConfig
 from distrl_tasks.sim.dynamics import Dynamics, parse_profile
-from distrl_tasks.sim.phone import Phone
+from distrl_tasks.sim.phone import GoalParser, Phone
 from distrl_tasks.sim.realism import DeviceRealism
 from distrl_tasks.sim.shell import Command, DeviceShell
 from distrl_tasks.sim.shell_android import ANDROID_COMMANDS
@@ -63,6 +63,9 @@ class DeviceFarm:
             :mod:`distrl_tasks.sim.dynamics`). ``static`` unless given: callers that collect or
             evaluate online pass ``cfg.sim.dynamics.profile``; the rates set in
             ``sim_cfg.dynamics.rates`` override the profile's.
+        goal_parser: turns ``simctl task set`` text into a task (the simulator knows no task
+            families; :mod:`distrl_tasks.tasks.farm` builds farms with the project's parser).
+            Without one, ``simctl task set`` answers an error.
 
     Raises:
         ValueError: ``n_devices`` < 1 or an unknown profile.
@@ -74,12 +77,14 @@ class DeviceFarm:
         seed: int = 0,
         sim_cfg: SimConfig | None = None,
         dynamics: str = "static",
+        goal_parser: GoalParser | None = None,
     ) -> None:
         if n_devices < 1:
             raise ValueError(f"n_devices must be >= 1, got {n_devices}")
         self.cfg = sim_cfg or SimConfig()
         self.seed = seed
         self.dynamics = parse_profile(dynamics)
+        self.goal_parser = goal_parser
         self.devices: dict[str, SimDevice] = {}
         for _ in range(n_devices):
             self.add_device()
@@ -101,6 +106,7 @@ class DeviceFarm:
                     seed=self.seed,
                     serial=serial,
                 ),
+                goal_parser=self.goal_parser,
             ),
             fs=VirtualFS(),
             realism=DeviceRealism(self.cfg.latency, self.cfg.faults, seed=self.seed, serial=serial),

@@ -9,14 +9,23 @@ show and what their buttons do.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from distrl_tasks.sim.app import App, Page, Screen
+from distrl_tasks.sim.apps import (
+    APP_CLASSES,
+    CHROME,
+    DEFAULT_USER_APPS,
+    GENERIC,
+    LAUNCHER,
+    NOTIFICATIONS,
+)
+from distrl_tasks.sim.dynamics import Dynamics
 from distrl_tasks.sim.render import PNG_CACHE
 from distrl_tasks.sim.screen_tree import max_scroll, view_tree
 from distrl_tasks.sim.state import SimState
 from distrl_tasks.sim.system_ui import (
-    CLOCK_TEXT,  # noqa: F401
     nav_bar,
     notification_shade,
     status_bar,
@@ -30,9 +39,6 @@ from distrl_tasks.sim.ui import (
     signature,
     to_uiautomator_xml,
 )
-
-if TYPE_CHECKING:
-    from distrl_tasks.sim.dynamics import Dynamics
 
 KEYCODE_HOME = 3
 KEYCODE_BACK = 4
@@ -56,6 +62,11 @@ class EpisodeTask(Protocol):
     def check(self, state: SimState) -> bool: ...
 
 
+GoalParser = Callable[[str], EpisodeTask]
+"""Turns a goal's text into its task; ``ValueError`` for text it does not know. The simulator
+knows no task families: whoever builds a farm hands one in (``tasks.parse.parse_goal``)."""
+
+
 class Phone:
     """A simulated device. Its methods take logical pixels on a 1080x2400 layout.
 
@@ -71,10 +82,8 @@ class Phone:
         seed: int = 0,
         render_scale: float = 0.25,
         dynamics: Dynamics | None = None,
+        goal_parser: GoalParser | None = None,
     ):
-        from distrl_tasks.sim.apps import APP_CLASSES  # apps import this module's types
-        from distrl_tasks.sim.dynamics import Dynamics
-
         # live-world perturbations (static: none); the farm passes one seeded per device
         self.dynamics = dynamics if dynamics is not None else Dynamics(seed=seed, serial=serial)
         self.serial = serial
@@ -84,6 +93,7 @@ class Phone:
         self.apps: dict[str, App] = {}
         self._app_classes = APP_CLASSES
         self.task: EpisodeTask | None = None
+        self.goal_parser = goal_parser  # what ``simctl task set`` uses; None: the command fails
         self.version = 0  # bumped on every mutation; keys the composed-screen cache
         self._composed: tuple[int, Node, str] | None = None
         self.reset()
@@ -378,13 +388,3 @@ class Phone:
             "app": state.app,
             "page": state.page,
         }
-
-
-# Imported late to avoid a cycle (apps need Phone's types only for type checking).
-from distrl_tasks.sim.apps import (  # noqa: E402
-    CHROME,
-    DEFAULT_USER_APPS,
-    GENERIC,
-    LAUNCHER,
-    NOTIFICATIONS,
-)

@@ -16,6 +16,7 @@ from typing import TypeVar
 from distrl_tasks.config import SimConfig
 from distrl_tasks.sim.adb_server import AdbServer
 from distrl_tasks.sim.farm import DeviceFarm
+from distrl_tasks.sim.phone import GoalParser
 
 T = TypeVar("T")
 
@@ -50,6 +51,7 @@ def running_farm(
     port: int = 0,
     host: str | None = None,
     dynamics: str = "static",
+    goal_parser: GoalParser | None = None,
 ) -> Iterator[RunningFarm]:
     """Serve a new farm over ADB on a background thread for the duration of the block.
 
@@ -61,9 +63,10 @@ def running_farm(
         host: overrides the bind address.
         dynamics: live-world profile of the devices (``static`` unless given; see
             :class:`~distrl_tasks.sim.farm.DeviceFarm`).
+        goal_parser: what ``simctl task set`` parses goals with (see ``DeviceFarm``).
     """
     cfg = sim_cfg or SimConfig()
-    farm = DeviceFarm(devices, seed, cfg, dynamics=dynamics)
+    farm = DeviceFarm(devices, seed, cfg, dynamics=dynamics, goal_parser=goal_parser)
     bind = host or cfg.host
     loop = asyncio.new_event_loop()
     server = AdbServer(farm, host=bind, port=port)

@@ -38,11 +38,15 @@ def simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if args[:2] == ["task", "check"]:
         return (json.dumps(phone.check_task()) + "\n").encode(), b"", 0
     if args[:2] == ["task", "set"] and len(args) > 2:
-        from distrl_tasks.tasks.parse import parse_goal  # written apart; imported on first use
-
+        if phone.goal_parser is None:
+            return error_result(
+                "simctl: this farm was built without a goal parser; build it with "
+                "distrl_tasks.tasks.farm (or pass goal_parser=parse_goal to DeviceFarm)",
+                2,
+            )
         goal = " ".join(args[2:])
         try:
-            task = parse_goal(goal)
+            task = phone.goal_parser(goal)
         except ValueError as exc:
             return error_result(f"simctl: {exc}", 2)
         phone.set_task(task)

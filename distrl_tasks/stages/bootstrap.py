@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +49,7 @@ from distrl_tasks.algorithms.sft import (
 )
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
+from distrl_tasks.protocol.files import atomic_directory, atomic_write_json
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.registry import ModelRegistry
@@ -259,19 +259,12 @@ def run(
         "wall_s": time.perf_counter() - started,
         "threads": threads or len(os.sched_getaffinity(0)),
     }
-    tmp = manifest_file.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, manifest_file)
+    atomic_write_json(manifest_file, manifest)
     return manifest
 
 
 def _save(policy: AutoUIPolicy, final: Path, steps: int) -> Path:
     """Write the checkpoint through a temporary directory, so a crash leaves no half policy."""
-    tmp = final.with_name(final.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    policy.save(tmp, metadata={"algorithm": "sft", "round": 0, "sft_steps": steps})
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    with atomic_directory(final) as tmp:
+        policy.save(tmp, metadata={"algorithm": "sft", "round": 0, "sft_steps": steps})
     return final

@@ -29,7 +29,7 @@ from distrl_tasks.data.shards import write_shard
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
-from distrl_tasks.orchestration import modes
+from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.collector import (
     CollectResult,
     collect_async,
@@ -39,7 +39,7 @@ from distrl_tasks.runners.collector import (
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.journal import EpisodeJournal, journal_dir
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
-from distrl_tasks.stages import curriculum
+from distrl_tasks.stages import curriculum, modes
 from distrl_tasks.stages.common import labeled_dir, raw_dir
 from distrl_tasks.tasks.taskset import load_goals
 
@@ -161,7 +161,7 @@ def run(
         mode: ``"async"`` (DistRL) or ``"sync"`` (DigiRL); default from
             ``orchestration.asynchronous``.
         episodes_per_device: default ``orchestration.episodes_per_device``, or in round 0 (the
-            offline phase, :mod:`distrl_tasks.orchestration.modes`)
+            offline phase, :mod:`distrl_tasks.stages.modes`)
             ``orchestration.offline_episodes_per_device``.
         split: ``train`` or ``test`` goals.
         adb_address: ``(host, port)`` of an ADB server to use instead of starting a sim farm.
@@ -208,7 +208,7 @@ def run(
         if adb_address is not None:
             host, port = adb_address
         elif kind == "sim":
-            from distrl_tasks.sim.serving import running_farm
+            from distrl_tasks.tasks.farm import running_farm
 
             farm = stack.enter_context(
                 running_farm(
@@ -280,9 +280,7 @@ def run(
         **curriculum_info,
         "reused": False,
     }
-    tmp = mpath.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, mpath)
+    atomic_write_json(mpath, manifest)
     journal.clear()  # the shards hold every journaled episode now
     return manifest
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config
+from distrl_tasks.protocol.files import atomic_write_json, atomic_write_text
 
 
 def rounds_dir(workdir: str | os.PathLike) -> Path:
@@ -72,11 +73,7 @@ def write_manifest(
     workdir: str | os.PathLike, round_: int, stage: str, manifest: dict[str, Any]
 ) -> dict[str, Any]:
     """Store ``manifest`` atomically as the stage's record of completion; returns it."""
-    path = round_dir(workdir, round_) / f"{stage}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    atomic_write_json(round_dir(workdir, round_) / f"{stage}.json", manifest, sort_keys=True)
     return manifest
 
 
@@ -117,10 +114,7 @@ def stage_run(cfg: Config, workdir: str | os.PathLike, round_: int, stage: str) 
             round=round_,
         )
         parent.log_params(cfg)
-        id_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = id_file.with_suffix(".tmp")
-        tmp.write_text(parent.run_id)
-        os.replace(tmp, id_file)
+        atomic_write_text(id_file, parent.run_id)
         run_id = parent.run_id
     with track.round_run(round_, run_id=run_id) as parent, parent.stage_run(stage) as run:
         yield run

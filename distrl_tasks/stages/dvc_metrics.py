@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config
+from distrl_tasks.protocol.files import atomic_write_json, atomic_write_text
 from distrl_tasks.stages import common
 
 PLOT_FIELDS = ("round", "test_success_rate", "train_success_rate", "trajectories")
@@ -112,13 +114,6 @@ def round_rows(cfg: Config, workdir: str | os.PathLike = ".") -> list[dict[str, 
     return rows
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def write_metrics(
     cfg: Config,
     *,
@@ -152,13 +147,10 @@ def write_metrics(
     registered = common.read_manifest(workdir, metrics["round"], "register")
     if registered is not None:
         metrics["registered_version"] = int(registered["version"])
-    _atomic_write(Path(metrics_path), json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    plots = Path(plots_path)
-    plots.parent.mkdir(parents=True, exist_ok=True)
-    tmp = plots.with_name(plots.name + ".tmp")
-    with tmp.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=PLOT_FIELDS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, plots)
+    atomic_write_json(metrics_path, metrics, sort_keys=True)
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=PLOT_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(plots_path, table.getvalue())
     return metrics

@@ -10,13 +10,13 @@ typed-query match) plus, on request, the JSON the contract specifies.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config, ConfigError
+from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.evaluation import (
     EpisodeResult,
     evaluate_on_farm,
@@ -213,8 +213,4 @@ def table(result: dict[str, Any]) -> str:
 
 def write_json(result: dict[str, Any], path: str | os.PathLike) -> None:
     """The contract's JSON, written atomically."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    os.replace(tmp, out)
+    atomic_write_json(path, result)

@@ -28,6 +28,7 @@ from typing import Any
 
 from distrl_tasks.agents.policy import AutoUIPolicy, build_policy
 from distrl_tasks.config import Config
+from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.evaluation import evaluate_on_farm, results_as_dicts, summarize
 from distrl_tasks.runners.policies import ModelPolicy
 from distrl_tasks.tasks.taskset import load_goals
@@ -162,7 +163,7 @@ def run(
     wall = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     episodes_file = path.with_name(path.stem + "-episodes.json")
-    _atomic_json(episodes_file, results_as_dicts(results))
+    atomic_write_json(episodes_file, results_as_dicts(results))
     manifest = {
         **summarize(results),
         "tasks_key": key,
@@ -175,11 +176,5 @@ def run(
         "episodes_file": str(episodes_file),
         "wall_s": wall,
     }
-    _atomic_json(path, manifest)
+    atomic_write_json(path, manifest)
     return {**manifest, "reused": False}
-
-
-def _atomic_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)

@@ -47,6 +47,7 @@ from distrl_tasks.algorithms.sft import (
 )
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
+from distrl_tasks.protocol.files import atomic_write_text, publish_dir
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.stages.common import tracker
 from distrl_tasks.tasks.base import GENERAL, TASK_SETS, WEBSHOP
@@ -60,10 +61,7 @@ SKILL_KEYS += ("typed_query_match",)
 def _write_goals(path: Path, goals: list[str]) -> None:
     if path.is_file() and path.read_text().splitlines() == goals:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(goals) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "\n".join(goals) + "\n")
 
 
 def write_goal_files(cfg: Config, work: Path, seed: int) -> dict[str, dict[str, int]]:
@@ -223,10 +221,8 @@ def run(
         "rebuild": REBUILD,
     }
     (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
-    if final.exists():
-        shutil.rmtree(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, final)
+    publish_dir(tmp, final)
     _log(cfg, workdir, card, final)
     return {**card, "checkpoint_dir": str(final)}
 

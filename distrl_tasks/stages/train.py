@@ -5,7 +5,7 @@ carries over from round to round, so critics keep learning and a resumed round m
 update an uninterrupted one would. The very first round starts from the ``behavior`` policy in
 the registry (the SFT bootstrap). The round's policy is exported as a plain safetensors
 checkpoint in ``runs/checkpoints/r<round>`` for evaluation and registration. Round 0 is the
-offline phase (:mod:`distrl_tasks.orchestration.modes`): more critic-only steps first, then the
+offline phase (:mod:`distrl_tasks.stages.modes`): more critic-only steps first, then the
 actor.
 
 Multi-process training (``accelerate launch -m distrl_tasks.cli train --round N``, CPU gloo or
@@ -18,13 +18,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distrl_tasks.config import Config
-from distrl_tasks.orchestration import modes
-from distrl_tasks.stages import common
+from distrl_tasks.protocol.files import atomic_directory
+from distrl_tasks.stages import common, modes
 
 if TYPE_CHECKING:
     from distrl_tasks.algorithms.learner import Learner
@@ -157,19 +156,16 @@ def run(
     }
     if not learner.accelerator.is_main_process:
         return manifest  # ... and only the main one exports, logs and records the stage
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    policy.save(
-        tmp,
-        metadata={
-            "round": round,
-            "algorithm": cfg.algorithm.name,
-            "policy_version": learner.policy_version,
-            "data_version": data_version,
-        },
-    )
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
+    with atomic_directory(out) as tmp:
+        policy.save(
+            tmp,
+            metadata={
+                "round": round,
+                "algorithm": cfg.algorithm.name,
+                "policy_version": learner.policy_version,
+                "data_version": data_version,
+            },
+        )
     with common.stage_run(cfg, workdir, round, "train") as run_:
         run_.log_metrics(metrics, step=round)
         run_.set_tags({"data_version": data_version, "policy_version": learner.policy_version})
@@ -194,7 +190,7 @@ def open_learner(
 
     from distrl_tasks.agents.policy import build_policy
     from distrl_tasks.algorithms import train_state as ts
-    from distrl_tasks.algorithms.base import build_algorithm
+    from distrl_tasks.algorithms.factory import build_algorithm
     from distrl_tasks.algorithms.learner import Learner
 
     start_version = 0

@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, swipe, tap, type_text
+from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.driver import AdbDriver, Driver
 from distrl_tasks.tasks.expert_live import interruption, is_loading

@@ -9,14 +9,14 @@ import socket
 import adbutils
 import pytest
 
-from distrl_tasks.agents.actions import ActionType, parse_action
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.config import EnvConfig
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, input_text_commands
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.envs.device import Device, DeviceError
+from distrl_tasks.protocol.actions import ActionType, parse_action
 from distrl_tasks.runners.policies import ScriptedPolicy
-from distrl_tasks.sim.serving import running_farm
+from distrl_tasks.tasks.farm import running_farm
 
 pytestmark = pytest.mark.integration
 

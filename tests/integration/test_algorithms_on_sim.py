@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from distrl_tasks.agents.policy import Observation, build_policy
-from distrl_tasks.algorithms.base import build_algorithm
+from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
 from distrl_tasks.algorithms.sft import Demo, SFTSettings, train_sft
 from distrl_tasks.config import config_from_dict

@@ -17,7 +17,7 @@ import torch
 
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import config_from_dict
-from distrl_tasks.orchestration import continuous
+from distrl_tasks.orchestration.actor_learner import round as continuous
 from distrl_tasks.stages import common, farm
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import pytest
 from distrl_tasks.tasks import GoalParseError
 from distrl_tasks.tasks.expert import run_expert
 
-farm_module = pytest.importorskip("distrl_tasks.sim.serving")
+farm_module = pytest.importorskip("distrl_tasks.tasks.farm")
 
 pytestmark = pytest.mark.integration
 

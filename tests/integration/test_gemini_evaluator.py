@@ -34,7 +34,7 @@ from distrl_tasks.config import config_from_dict
 from distrl_tasks.evaluators.gemini import GeminiEvaluator, MissingApiKeyError, Pricing
 from distrl_tasks.evaluators.gemini_examples import examples_for
 from distrl_tasks.evaluators.gemini_prompt import EXAMPLES_HEADER, YOUR_TURN_HEADER
-from distrl_tasks.evaluators.ratelimit import RetryPolicy
+from distrl_tasks.protocol.ratelimit import RetryPolicy
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,7 @@ from distrl_tasks.data.schema import feature_dim_of, table_from_rows
 from distrl_tasks.data.shards import read_verified, verify_shards, write_shard
 from distrl_tasks.data.trajectories import discounted_returns, group_trajectories, observations
 from distrl_tasks.evaluators.gemini import GeminiEvaluator
-from distrl_tasks.evaluators.ratelimit import RetryPolicy
+from distrl_tasks.protocol.ratelimit import RetryPolicy
 from distrl_tasks.stages import collect, label
 
 pytestmark = pytest.mark.integration

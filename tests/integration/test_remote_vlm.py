@@ -29,11 +29,11 @@ from fakes.vlm_server import (
 )
 from PIL import Image
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, parse_action, swipe, tap
-from distrl_tasks.agents.actions import type_text as type_action
 from distrl_tasks.agents.remote_vlm import MissingApiKeyError, RemoteVLMError, RemoteVLMPolicy
 from distrl_tasks.agents.vlm_messages import SYSTEM_PROMPT, VLMObservation, autoui_prompt
-from distrl_tasks.evaluators.ratelimit import RetryPolicy
+from distrl_tasks.protocol.actions import ActionType, format_action, key, parse_action, swipe, tap
+from distrl_tasks.protocol.actions import type_text as type_action
+from distrl_tasks.protocol.ratelimit import RetryPolicy
 from distrl_tasks.sim.phone import Phone
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from distrl_tasks.agents.actions import (
+from distrl_tasks.protocol.actions import (
     FALLBACK,
     Action,
     ActionType,

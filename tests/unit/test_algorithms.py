@@ -16,7 +16,6 @@ import pytest
 import torch
 from PIL import Image
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, tap
 from distrl_tasks.agents.policy import Observation, build_policy
 from distrl_tasks.algorithms.base import (
     Algorithm,
@@ -32,6 +31,7 @@ from distrl_tasks.algorithms.filtered_bc import FilteredBC
 from distrl_tasks.config import AgentConfig, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.schema import table_from_rows
+from distrl_tasks.protocol.actions import ActionType, format_action, key, tap
 
 torch.set_num_threads(1)
 DIM = 1408  # the tiny policy's image feature size

@@ -13,7 +13,6 @@ import torch
 from safetensors.torch import save_file
 from transformers import ByT5Tokenizer, T5Config
 
-from distrl_tasks.agents.actions import format_action, tap, type_text
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
 from distrl_tasks.agents.checkpoint import (
     CheckpointError,
@@ -22,6 +21,7 @@ from distrl_tasks.agents.checkpoint import (
     save_checkpoint,
 )
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer
+from distrl_tasks.protocol.actions import format_action, tap, type_text
 
 GOALS = Path(__file__).parents[2] / "distrl_tasks" / "tasks" / "aitw" / "general_train.txt"
 

@@ -16,15 +16,15 @@ import pyarrow as pa
 import pytest
 import torch
 
-from distrl_tasks.agents.actions import ActionType, format_action, key
 from distrl_tasks.agents.policy import build_policy
-from distrl_tasks.algorithms.base import build_algorithm
-from distrl_tasks.algorithms.continuous import ContinuousLearner
+from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
 from distrl_tasks.config import AgentConfig, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.schema import table_from_rows
-from distrl_tasks.runners.versions import BoardClosed, VersionBoard
+from distrl_tasks.orchestration.actor_learner.board import BoardClosed, VersionBoard
+from distrl_tasks.orchestration.actor_learner.learner import ContinuousLearner
+from distrl_tasks.protocol.actions import ActionType, format_action, key
 
 torch.set_num_threads(1)
 DIM = 1408
@@ -261,7 +261,7 @@ def test_rounds_take_replay_ratio_steps_per_new_transition(tmp_path):
 
 
 def test_actors_halt_the_reserve_before_the_budget_ends():
-    from distrl_tasks.orchestration.continuous import halt_delay
+    from distrl_tasks.orchestration.actor_learner.round import halt_delay
 
     assert halt_delay(900.0, 30.0, 234.0) == pytest.approx(636.0)  # halts at 870 s of 900
     assert halt_delay(900.0, 0.0, 234.0) == pytest.approx(666.0)  # no reserve: at the budget

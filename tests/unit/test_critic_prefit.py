@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 import torch
 
-from distrl_tasks.agents.actions import ActionType, format_action, key
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms import critic_fit
 from distrl_tasks.algorithms import distrl as distrl_module
-from distrl_tasks.algorithms.base import build_algorithm, score_steps
+from distrl_tasks.algorithms.base import score_steps
 from distrl_tasks.algorithms.batch import batch_from_trajectories
+from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
 from distrl_tasks.config import AgentConfig, ConfigError, CriticPrefitConfig, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.schema import table_from_rows
+from distrl_tasks.protocol.actions import ActionType, format_action, key
 
 torch.set_num_threads(1)
 DIM = 1408  # the tiny policy's image feature size

@@ -9,13 +9,13 @@ import pytest
 import torch
 from transformers import T5Config
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
 from distrl_tasks.agents.fast_decoder import DecoderRun
 from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer
 from distrl_tasks.algorithms.sft import train_tokenizer
+from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

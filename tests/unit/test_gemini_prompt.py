@@ -21,7 +21,7 @@ from distrl_tasks.evaluators.gemini_prompt import (
     downscale_image,
     parse_status,
 )
-from distrl_tasks.evaluators.ratelimit import RetryPolicy, TokenBucket, parse_retry_after
+from distrl_tasks.protocol.ratelimit import RetryPolicy, TokenBucket, parse_retry_after
 
 
 def _png(w: int, h: int, color: tuple[int, int, int] = (200, 30, 30), fmt: str = "PNG") -> bytes:

@@ -11,7 +11,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distrl_tasks.agents.actions import (
+from distrl_tasks.agents.autoui import build_tiny_model
+from distrl_tasks.agents.grammar import ACTION_PATTERN, MAX_TYPED_CHARS, ActionGrammar
+from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
+from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer
+from distrl_tasks.algorithms.sft import train_tokenizer
+from distrl_tasks.protocol.actions import (
     ActionType,
     format_action,
     key,
@@ -20,11 +25,6 @@ from distrl_tasks.agents.actions import (
     tap,
     type_text,
 )
-from distrl_tasks.agents.autoui import build_tiny_model
-from distrl_tasks.agents.grammar import ACTION_PATTERN, MAX_TYPED_CHARS, ActionGrammar
-from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
-from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer
-from distrl_tasks.algorithms.sft import train_tokenizer
 
 BYTE = ByteTokenizer()
 KEYS = (ActionType.PRESS_BACK, ActionType.PRESS_HOME)

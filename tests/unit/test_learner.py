@@ -19,7 +19,6 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from safetensors.torch import load_file
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, tap
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
 from distrl_tasks.agents.checkpoint import load_checkpoint, read_metadata
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation
@@ -29,6 +28,7 @@ from distrl_tasks.algorithms.learner import METRIC_NAMES, Learner, rank_rng
 from distrl_tasks.algorithms.train_state import TrainStateError, latest_checkpoint
 from distrl_tasks.config import Config, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
+from distrl_tasks.protocol.actions import ActionType, format_action, key, tap
 
 DIM = 8  # image feature size of the test policy
 

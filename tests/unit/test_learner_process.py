@@ -15,7 +15,7 @@ import torch
 from distrl_tasks.agents.checkpoint import CheckpointError, load_weights_bytes, weights_to_bytes
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import AgentConfig, config_from_dict
-from distrl_tasks.orchestration.learner_process import (
+from distrl_tasks.orchestration.actor_learner.process import (
     LearnerProcess,
     LearnerProcessError,
     _Channel,

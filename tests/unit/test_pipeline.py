@@ -314,7 +314,7 @@ def test_round_result_row_sums_merged_collections() -> None:
 def test_continuous_mode_runs_the_online_phase_as_one_continuous_round(
     fake_stages, monkeypatch
 ) -> None:
-    from distrl_tasks.orchestration import continuous
+    from distrl_tasks.orchestration.actor_learner import round as continuous
 
     _, calls = fake_stages
     got: dict = {}

@@ -14,11 +14,11 @@ import torch
 from safetensors.torch import save_file
 from transformers import T5Config
 
-from distrl_tasks.agents.actions import ActionType, format_action, key, tap, type_text
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, build_policy, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer
 from distrl_tasks.config import AgentConfig
+from distrl_tasks.protocol.actions import ActionType, format_action, key, tap, type_text
 
 GOALS = Path(__file__).parents[2] / "distrl_tasks" / "tasks" / "aitw" / "general_train.txt"
 

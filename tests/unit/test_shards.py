@@ -16,7 +16,6 @@ import pyarrow as pa
 import pytest
 from PIL import Image
 
-from distrl_tasks.agents.actions import ActionType
 from distrl_tasks.data import schema as S
 from distrl_tasks.data import trajectories as T
 from distrl_tasks.data.schema import SchemaError
@@ -27,6 +26,7 @@ from distrl_tasks.data.shards import (
     verify_shards,
     write_shard,
 )
+from distrl_tasks.protocol.actions import ActionType
 
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 

@@ -243,8 +243,16 @@ def test_simctl_state_reset_and_task_check(sh):
     assert run(sh, "simctl bogus")[2] == 2
 
 
-def test_simctl_task_set_uses_the_goal_parser(sh):
-    pytest.importorskip("distrl_tasks.tasks.parse")
+def test_simctl_task_set_needs_a_goal_parser(sh):
+    _, err, code = run(sh, "simctl task set 'Set an alarm for 6pm'")
+    assert code == 2 and "without a goal parser" in err
+    assert sh.events == []
+
+
+def test_simctl_task_set_uses_the_goal_parser():
+    from distrl_tasks.tasks.parse import parse_goal
+
+    sh = DeviceShell(Phone("emulator-5554", seed=0, goal_parser=parse_goal), SHELL_COMMANDS)
     out, err, code = run(sh, "simctl task set 'zzqx unparseable gibberish'")
     assert code == 2 and err.startswith("simctl:")
     out, err, code = run(sh, "simctl task set 'Set an alarm for 6pm'")

@@ -1,40 +1,54 @@
 """The simulated apps and their package names.
 
-Each app lives in its own module; ``APP_CLASSES`` lists every class the phone instantiates.
+Each app lives in its own module; ``APP_CLASSES`` lists every class the phone instantiates. The
+names (:mod:`~distrl_tasks.sim.apps.packages`) are re-exported here for code outside the
+package; the app modules import them from ``packages`` directly.
 """
 
 from __future__ import annotations
 
-LAUNCHER = "com.google.android.apps.nexuslauncher"
-CHROME = "com.android.chrome"
-PLAY_STORE = "com.android.vending"
-YOUTUBE = "com.google.android.youtube"
-GMAIL = "com.google.android.gm"
-MAPS = "com.google.android.apps.maps"
-CLOCK = "com.google.android.deskclock"
-CALENDAR = "com.google.android.calendar"
-CONTACTS = "com.google.android.contacts"
-CALCULATOR = "com.google.android.calculator"
-SETTINGS = "com.android.settings"
-MESSAGES = "com.google.android.apps.messaging"
-CAMERA = "com.android.camera2"
-PHOTOS = "com.google.android.apps.photos"
-FILES = "com.google.android.documentsui"
-MUSIC = "com.google.android.apps.youtube.music"
-GENERIC = "sim.generic.app"  # stands in for any installed app the simulator has no screens for
-
-# Third-party apps present at boot (besides the system apps); tasks may install or remove more.
-DEFAULT_USER_APPS = ("Netflix", "WhatsApp", "Google Play Movies", "Amazon Prime Music")
-
-# What the notification shade shows, by app label (hidden when that app's notifications are off).
-NOTIFICATIONS = (
-    ("Gmail", "3 new messages from Alex, Priya and the Team"),
-    ("Calendar", "Team sync at 2:00 PM in Room 4"),
-    ("Play Store", "Updates available for 4 apps"),
-    ("Messages", "Mom: call me when you land"),
-    ("Maps", "Traffic is light on your way home"),
+from distrl_tasks.sim.apps._registry import APP_CLASSES
+from distrl_tasks.sim.apps.packages import (
+    CALCULATOR,
+    CALENDAR,
+    CAMERA,
+    CHROME,
+    CLOCK,
+    CONTACTS,
+    DEFAULT_USER_APPS,
+    FILES,
+    GENERIC,
+    GMAIL,
+    LAUNCHER,
+    MAPS,
+    MESSAGES,
+    MUSIC,
+    NOTIFICATIONS,
+    PHOTOS,
+    PLAY_STORE,
+    SETTINGS,
+    YOUTUBE,
 )
 
-from distrl_tasks.sim.apps._registry import APP_CLASSES  # noqa: E402
-
-__all__ = ["APP_CLASSES"]
+__all__ = [
+    "APP_CLASSES",
+    "CALCULATOR",
+    "CALENDAR",
+    "CAMERA",
+    "CHROME",
+    "CLOCK",
+    "CONTACTS",
+    "DEFAULT_USER_APPS",
+    "FILES",
+    "GENERIC",
+    "GMAIL",
+    "LAUNCHER",
+    "MAPS",
+    "MESSAGES",
+    "MUSIC",
+    "NOTIFICATIONS",
+    "PHOTOS",
+    "PLAY_STORE",
+    "SETTINGS",
+    "YOUTUBE",
+]

@@ -13,7 +13,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import CALCULATOR
+from distrl_tasks.sim.apps.packages import CALCULATOR
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import PAD
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import CALENDAR
+from distrl_tasks.sim.apps.packages import CALENDAR
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import PAD
 

@@ -6,7 +6,7 @@ Each photo taken or video recorded is added to the Photos app.
 from __future__ import annotations
 
 from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import CAMERA, PHOTOS
+from distrl_tasks.sim.apps.packages import CAMERA, PHOTOS
 from distrl_tasks.sim.apps.photos import Photos
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W
 from distrl_tasks.sim.widgets import PAD, view

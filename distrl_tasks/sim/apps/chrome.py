@@ -19,13 +19,13 @@ New window, History, Settings. New tab / window counters only grow (``tabs``,
 from __future__ import annotations
 
 from distrl_tasks.sim.app import App, Page, Screen, parse_action
-from distrl_tasks.sim.apps import CHROME
 from distrl_tasks.sim.apps.chrome_pages import (
     NTP_SEARCH_ID,
     chrome_page,
     new_tab_page,
     tab_switcher,
 )
+from distrl_tasks.sim.apps.packages import CHROME
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.web import SERP_SEARCH_ID, SITE_SEARCH_ID, Ctx
 from distrl_tasks.sim.web.intent import intent_for

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from distrl_tasks.sim.apps import CHROME
+from distrl_tasks.sim.apps.packages import CHROME
 from distrl_tasks.sim.ui import SCREEN_W, Node, Style
 from distrl_tasks.sim.web import Ctx
 from distrl_tasks.sim.web.sites import display_url

@@ -10,9 +10,9 @@ AM/PM toggle and Cancel/OK; the fields accept at most two digits, like the real 
 from __future__ import annotations
 
 from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import CLOCK
 from distrl_tasks.sim.apps.clock_picker import ACCENT, HOUR_ID, MINUTE_ID, picker_screen, to_24h
-from distrl_tasks.sim.phone import CLOCK_TEXT
+from distrl_tasks.sim.apps.packages import CLOCK
+from distrl_tasks.sim.system_ui import CLOCK_TEXT
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import PAD, button
 

@@ -7,7 +7,7 @@ valid time, an empty minute field means its hint ``00``.
 from __future__ import annotations
 
 from distrl_tasks.sim.app import Screen
-from distrl_tasks.sim.apps import CLOCK
+from distrl_tasks.sim.apps.packages import CLOCK
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Bounds, Node, Style
 from distrl_tasks.sim.widgets import button
 

@@ -10,7 +10,7 @@ import hashlib
 import re
 
 from distrl_tasks.sim.app import App, Page, Screen, parse_action
-from distrl_tasks.sim.apps import CONTACTS, MESSAGES
+from distrl_tasks.sim.apps.packages import CONTACTS, MESSAGES
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import PAD, search_field
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import FILES
+from distrl_tasks.sim.apps.packages import FILES
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W
 from distrl_tasks.sim.widgets import PAD, photo_tile, plain_app_bar, two_line_row, view
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distrl_tasks.sim.app import App, Page, Screen, make_action, parse_action
-from distrl_tasks.sim.apps import GMAIL
+from distrl_tasks.sim.apps.packages import GMAIL
 from distrl_tasks.sim.apps.text import clean, wrap
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import (

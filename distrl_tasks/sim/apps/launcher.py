@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import (
+from distrl_tasks.sim.app import App, Page, PhoneHost, Screen
+from distrl_tasks.sim.apps.packages import (
     CAMERA,
     CHROME,
     GENERIC,
@@ -18,9 +16,6 @@ from distrl_tasks.sim.apps import (
 )
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import PAD, search_field
-
-if TYPE_CHECKING:
-    from distrl_tasks.sim.phone import Phone
 
 SEARCH_ID = f"{LAUNCHER}:id/search_box"
 DRAWER_SEARCH_ID = f"{LAUNCHER}:id/drawer_search"
@@ -226,7 +221,7 @@ def _color_for(label: str) -> str:
     return palette[sum(map(ord, label)) % len(palette)]
 
 
-def open_installed_app(phone: Phone, label: str) -> bool:
+def open_installed_app(phone: PhoneHost, label: str) -> bool:
     """Launch the app called ``label``: its simulated screens, or the generic stand-in app."""
     if label not in phone.installed:
         return False

@@ -11,8 +11,8 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 from distrl_tasks.sim.app import App, Page, Screen, seeded
-from distrl_tasks.sim.apps import MAPS
 from distrl_tasks.sim.apps.maps_views import BLUE, map_canvas, place_card
+from distrl_tasks.sim.apps.packages import MAPS
 from distrl_tasks.sim.apps.places import Place, place_at, search_places
 from distrl_tasks.sim.apps.text import clean, wrap
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style

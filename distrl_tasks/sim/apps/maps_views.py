@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from distrl_tasks.sim.app import seeded
-from distrl_tasks.sim.apps import MAPS
+from distrl_tasks.sim.apps.packages import MAPS
 from distrl_tasks.sim.apps.places import Place
 from distrl_tasks.sim.ui import SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import PAD

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import MESSAGES
+from distrl_tasks.sim.apps.packages import MESSAGES
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W
 from distrl_tasks.sim.widgets import (
     PAD,

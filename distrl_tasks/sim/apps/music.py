@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from distrl_tasks.sim.app import App, Page, Screen, stable_bytes
-from distrl_tasks.sim.apps import MUSIC
+from distrl_tasks.sim.apps.packages import MUSIC
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, CONTENT_TOP, SCREEN_W, Node
 from distrl_tasks.sim.widgets import (
     PAD,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from distrl_tasks.sim.app import App, Page, Screen
-from distrl_tasks.sim.apps import PHOTOS
+from distrl_tasks.sim.apps.packages import PHOTOS
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W
 from distrl_tasks.sim.widgets import PAD, photo_tile, plain_app_bar, view
 

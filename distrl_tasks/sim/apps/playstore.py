@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from distrl_tasks.sim.app import App, Page, Screen, make_action, pick, seeded, stable_int
-from distrl_tasks.sim.apps import PLAY_STORE
 from distrl_tasks.sim.apps.launcher import open_installed_app
+from distrl_tasks.sim.apps.packages import PLAY_STORE
 from distrl_tasks.sim.apps.text import clean, count_text, display_name, strip_words, wrap
 from distrl_tasks.sim.ui import CONTENT_TOP, SCREEN_W, Node, Style
 from distrl_tasks.sim.widgets import (

@@ -11,8 +11,8 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode
 
 from distrl_tasks.sim.app import App, Page, Screen, pick, stable_int
-from distrl_tasks.sim.apps import NOTIFICATIONS, SETTINGS
 from distrl_tasks.sim.apps.launcher import open_installed_app
+from distrl_tasks.sim.apps.packages import NOTIFICATIONS, SETTINGS
 from distrl_tasks.sim.apps.settings_data import (
     DEFAULT_TOGGLES,
     HOME,

@@ -10,7 +10,7 @@ first with its newest upload, so "Bruno Mars new video" leads with a Bruno Mars 
 from __future__ import annotations
 
 from distrl_tasks.sim.app import App, Page, Screen, pick, stable_int
-from distrl_tasks.sim.apps import YOUTUBE
+from distrl_tasks.sim.apps.packages import YOUTUBE
 from distrl_tasks.sim.apps.text import clean, count_text, wrap
 from distrl_tasks.sim.apps.youtube_videos import (
     AGES,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distrl_tasks.sim.app import make_action, pick, stable_int
-from distrl_tasks.sim.apps import YOUTUBE
+from distrl_tasks.sim.apps.packages import YOUTUBE
 from distrl_tasks.sim.apps.text import count_text, display_name, strip_words, wrap
 from distrl_tasks.sim.ui import SCREEN_W, Bounds, Node, Style
 from distrl_tasks.sim.widgets import PAD, color_for

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from distrl_tasks.sim.app import Page, Screen, make_action
+from distrl_tasks.sim.app import Page, PhoneHost, Screen, make_action
 from distrl_tasks.sim.apps import CHROME, LAUNCHER, MAPS, PLAY_STORE, SETTINGS, YOUTUBE
 from distrl_tasks.sim.dynamics import drift, overlays
 from distrl_tasks.sim.dynamics.catalog import BY_NAME, NAMES, parse_profile, profile_rates
 from distrl_tasks.sim.dynamics.overlays import Overlay
 from distrl_tasks.sim.screen_tree import header_bottom
 from distrl_tasks.sim.ui import hit_test
-
-if TYPE_CHECKING:
-    from distrl_tasks.sim.phone import Phone
 
 NEWS_HOSTS = ("cnn.com", "bbc.com", "reuters.com", "apnews.com", "nytimes.com", "npr.org")
 LOAD_FRAMES = 2  # observations (screencap or uiautomator dump) a slow page shows its spinner
@@ -115,7 +112,7 @@ class Dynamics:
         return self.armed[name]
 
     # ----- triggers --------------------------------------------------------------------------
-    def settle(self, phone: Phone) -> None:
+    def settle(self, phone: PhoneHost) -> None:
         """Fire the triggers of a screen the phone navigated to since the last call."""
         if phone.nav == self.seen_nav or not self.enabled:
             self.seen_nav = phone.nav
@@ -187,7 +184,7 @@ class Dynamics:
                 self.queue.append(overlays.app_interstitial(SHOPS[site].name, self._fake()))
 
     # ----- drift -----------------------------------------------------------------------------
-    def transform(self, phone: Phone, screen: Screen) -> Screen:
+    def transform(self, phone: PhoneHost, screen: Screen) -> Screen:
         """The screen as this episode shows it (spinner while loading, drifted pages)."""
         if not self.enabled:
             return screen
@@ -274,7 +271,7 @@ class Dynamics:
             self._fire_once("grid_layout")
 
     # ----- input (True: the dynamics consumed it) --------------------------------------------
-    def observed(self, phone: Phone) -> None:
+    def observed(self, phone: PhoneHost) -> None:
         """A screencap or hierarchy dump happened: a slow page gets closer to painting."""
         if self.loading:
             self.loading -= 1
@@ -282,7 +279,7 @@ class Dynamics:
                 self.applied.discard("slow_load")
                 phone._touch()
 
-    def on_input(self, phone: Phone) -> None:
+    def on_input(self, phone: PhoneHost) -> None:
         """Any input: heads-ups time out."""
         ov = self.overlay
         if ov is not None and ov.ttl > 0:
@@ -290,7 +287,7 @@ class Dynamics:
             if ov.ttl == 0:
                 self._close(phone)
 
-    def on_tap(self, phone: Phone, x: float, y: float) -> bool:
+    def on_tap(self, phone: PhoneHost, x: float, y: float) -> bool:
         ov = self.overlay
         if ov is None:
             return False
@@ -300,7 +297,7 @@ class Dynamics:
             return True
         return ov.modal
 
-    def on_back(self, phone: Phone) -> bool:
+    def on_back(self, phone: PhoneHost) -> bool:
         ov = self.overlay
         if ov is None or not ov.modal:
             return False
@@ -308,7 +305,7 @@ class Dynamics:
             self._close(phone)
         return True
 
-    def on_swipe(self, phone: Phone, x: float, y: float) -> bool:
+    def on_swipe(self, phone: PhoneHost, x: float, y: float) -> bool:
         ov = self.overlay
         if ov is None:
             return False
@@ -323,7 +320,7 @@ class Dynamics:
     def blocks_typing(self) -> bool:
         return self.overlay is not None and self.overlay.modal
 
-    def on_home(self, phone: Phone) -> None:
+    def on_home(self, phone: PhoneHost) -> None:
         """HOME leaves the app: its dialogs go with it (a heads-up stays)."""
         if self.overlay is not None and self.overlay.modal:
             self.overlay = None
@@ -331,14 +328,14 @@ class Dynamics:
         if self.overlay is None and self.queue:
             self.overlay = self.queue.pop(0)
 
-    def _close(self, phone: Phone) -> None:
+    def _close(self, phone: PhoneHost) -> None:
         closed = self.overlay
         if closed is not None and closed.name == "app_interstitial" and self.interstitial_back == 0:
             self.interstitial_back = 1
         self.overlay = self.queue.pop(0) if self.queue else None
         phone._touch()
 
-    def _act(self, phone: Phone, action: str) -> None:
+    def _act(self, phone: PhoneHost, action: str) -> None:
         self._close(phone)
         if action == "dyn:ad":
             chrome = phone.apps[CHROME]

@@ -2,7 +2,7 @@
 
 :class:`ContinuousLearner` runs :meth:`Learner.update` steps on the replay for as long as the
 replay ratio allows (``replay_ratio`` updates per finished transition, counted by the
-:class:`~distrl_tasks.runners.versions.VersionBoard`), and publishes a new policy version to the
+:class:`~.board.VersionBoard`), and publishes a new policy version to the
 board every ``K`` updates or every ``T`` seconds (with at least one update since the last). New
 trajectories arrive through :meth:`ContinuousLearner.add` from any thread and enter the replay
 between updates, in the learner's own thread (the replay is not thread-safe). At each published
@@ -17,6 +17,7 @@ versions published and the mean of the update metrics.
 from __future__ import annotations
 
 import copy
+import os
 import queue
 import threading
 import time
@@ -26,10 +27,14 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
+from distrl_tasks.algorithms import train_state as ts
 from distrl_tasks.algorithms.learner import Learner
-from distrl_tasks.config import CriticPrefitConfig
+from distrl_tasks.config import Config, CriticPrefitConfig
 from distrl_tasks.data.replay import ReplayBuffer
-from distrl_tasks.runners.versions import VersionBoard
+from distrl_tasks.orchestration.actor_learner.board import VersionBoard
+from distrl_tasks.protocol.files import atomic_directory
+from distrl_tasks.stages import common
+from distrl_tasks.stages.train import open_learner
 
 
 def frozen_copy(policy: object) -> object:
@@ -186,3 +191,56 @@ class ContinuousLearner:
         )
         out.update(self.board.staleness_summary())
         return out
+
+
+# The round's learner, the same in a thread beside the actors and in a process of its own.
+
+
+def fresh_learner(cfg: Config, workdir: str | os.PathLike, round_: int):
+    """The learner of the round: saved state if any, else the registry's starting policy."""
+    latest = ts.latest_checkpoint(common.learner_dir(workdir) / "checkpoints")
+    return open_learner(cfg, workdir, round_, latest), latest is None
+
+
+def continuous_learner(cfg: Config, learner, board, *, fresh: bool, snapshot=None):
+    """The round's :class:`ContinuousLearner` on an empty replay, publishing to ``board``.
+
+    ``fresh`` (no saved learner state) pre-fits the critic on the first data; ``snapshot``
+    turns the policy into what is published (default: a frozen copy, for in-process actors).
+    """
+    c = cfg.orchestration.continuous
+    replay = ReplayBuffer(
+        cfg.data.replay_capacity,
+        alpha=cfg.algorithm.priority_alpha,
+        beta=cfg.algorithm.priority_beta,
+        seed=cfg.sim.seed,
+    )
+    return ContinuousLearner(
+        learner,
+        replay,
+        board,
+        publish_every_updates=c.publish_every_updates,
+        publish_every_s=c.publish_every_s,
+        snapshot=snapshot or frozen_copy,
+        prefit=cfg.algorithm.critic_prefit if fresh else None,
+    )
+
+
+def export_learner(cfg: Config, workdir: str | os.PathLike, round_: int, learner) -> dict:
+    """Checkpoint the learner's state and export its policy as the round's checkpoint."""
+    learner.save_checkpoint(f"round-{round_:06d}")
+    out = common.checkpoint_dir(workdir, round_).resolve()
+    with atomic_directory(out) as tmp:
+        learner.algorithm.policy.save(
+            tmp,
+            metadata={
+                "round": round_,
+                "algorithm": cfg.algorithm.name,
+                "policy_version": learner.policy_version,
+            },
+        )
+    return {
+        "checkpoint_dir": str(out),
+        "policy_version": learner.policy_version,
+        "steps": learner.step,
+    }

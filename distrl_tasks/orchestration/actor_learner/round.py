@@ -7,13 +7,13 @@ phase as one *continuous round* instead of collect/learn rounds:
 * the actors (``collect_async`` on every device, one inference server) run the same episodes
   ``rounds`` rounds would (``rounds * orchestration.episodes_per_device`` per device), or until
   the wall-clock budget ends; each episode is dispatched through a
-  :class:`~distrl_tasks.runners.versions.VersionBoard`, so it starts with the newest published
+  :class:`~.board.VersionBoard`, so it starts with the newest published
   policy, and waits at the staleness gate (``max_staleness``) when the learner is behind;
-* the learner (:class:`~distrl_tasks.algorithms.continuous.ContinuousLearner`) trains on the
+* the learner (:class:`~.learner.ContinuousLearner`) trains on the
   labeled episodes as they arrive at ``replay_ratio`` updates per transition, pre-fits its
   fresh critic on the first data, and publishes a version every ``K`` updates or ``T`` seconds;
   it runs in a process of its own (``learner_process``,
-  :mod:`~distrl_tasks.orchestration.learner_process`) or as a thread beside the actors;
+  :mod:`~.process`) or as a thread beside the actors;
 * at the end the episodes are written as the round's shards (like ``collect``) and labeled (the
   oracle's verdicts, into ``labeled/`` where later rounds' replay and the curriculum read), the
   learner's state is checkpointed and the policy exported, evaluated and registered like a
@@ -30,28 +30,32 @@ between DAG runs); they follow the same replay ratio, since the train stage take
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from typing import Any
 
+from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.config import Config
+from distrl_tasks.data.schema import table_from_rows
+from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.orchestration.actor_learner.board import VersionBoard
+from distrl_tasks.orchestration.actor_learner.learner import (
+    continuous_learner,
+    export_learner,
+    fresh_learner,
+    frozen_copy,
+)
+from distrl_tasks.orchestration.actor_learner.process import LearnerProcess
 from distrl_tasks.orchestration.round_results import RoundResult
+from distrl_tasks.runners.collector import collect_async
+from distrl_tasks.runners.inference import InferenceServer
+from distrl_tasks.stages import collect, common, curriculum, evaluate, label, register
+from distrl_tasks.tasks.taskset import load_goals
 
 
 def enabled(cfg: Config) -> bool:
     """Whether online rounds run as one continuous round (see the module docstring)."""
     return cfg.orchestration.asynchronous and cfg.orchestration.continuous.replay_ratio > 0
-
-
-def fresh_learner(cfg: Config, workdir: str | os.PathLike, round_: int):
-    """The learner of the round: saved state if any, else the registry's starting policy."""
-    from distrl_tasks.algorithms import train_state as ts
-    from distrl_tasks.stages import common
-    from distrl_tasks.stages.train import open_learner
-
-    latest = ts.latest_checkpoint(common.learner_dir(workdir) / "checkpoints")
-    return open_learner(cfg, workdir, round_, latest), latest is None
 
 
 def continuous_round(
@@ -64,16 +68,6 @@ def continuous_round(
     budget_s: float | None = None,
 ) -> RoundResult:
     """Run actors and the continuous learner until the episodes are done or the budget ends."""
-    from distrl_tasks.agents.image_encoders import image_feature_dim
-    from distrl_tasks.algorithms.continuous import frozen_copy
-    from distrl_tasks.data.schema import table_from_rows
-    from distrl_tasks.evaluators.oracle import OracleEvaluator
-    from distrl_tasks.runners.collector import collect_async
-    from distrl_tasks.runners.inference import InferenceServer
-    from distrl_tasks.runners.versions import VersionBoard
-    from distrl_tasks.stages import collect, common, curriculum
-    from distrl_tasks.tasks.taskset import load_goals
-
     c, o = cfg.orchestration.continuous, cfg.orchestration
     start = time.perf_counter()
     horizon = cfg.env.horizon_webshop if cfg.env.task_set == "webshop" else cfg.env.horizon_general
@@ -90,8 +84,6 @@ def continuous_round(
 
     remote = cl = learner = None
     if c.learner_process:  # no interpreter lock shared with the actors (learner_process.py)
-        from distrl_tasks.orchestration.learner_process import LearnerProcess
-
         remote = LearnerProcess(cfg, workdir, round_)
         policy, version = remote.policy, remote.version
     else:
@@ -195,61 +187,8 @@ def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def continuous_learner(cfg: Config, learner, board, *, fresh: bool, snapshot=None):
-    """The round's :class:`ContinuousLearner` on an empty replay, publishing to ``board``.
-
-    ``fresh`` (no saved learner state) pre-fits the critic on the first data; ``snapshot``
-    turns the policy into what is published (default: a frozen copy, for in-process actors).
-    """
-    from distrl_tasks.algorithms.continuous import ContinuousLearner, frozen_copy
-    from distrl_tasks.data.replay import ReplayBuffer
-
-    c = cfg.orchestration.continuous
-    replay = ReplayBuffer(
-        cfg.data.replay_capacity,
-        alpha=cfg.algorithm.priority_alpha,
-        beta=cfg.algorithm.priority_beta,
-        seed=cfg.sim.seed,
-    )
-    return ContinuousLearner(
-        learner,
-        replay,
-        board,
-        publish_every_updates=c.publish_every_updates,
-        publish_every_s=c.publish_every_s,
-        snapshot=snapshot or frozen_copy,
-        prefit=cfg.algorithm.critic_prefit if fresh else None,
-    )
-
-
-def export_learner(cfg: Config, workdir: str | os.PathLike, round_: int, learner) -> dict:
-    """Checkpoint the learner's state and export its policy as the round's checkpoint."""
-    from distrl_tasks.stages import common
-
-    learner.save_checkpoint(f"round-{round_:06d}")
-    out = common.checkpoint_dir(workdir, round_).resolve()
-    tmp = out.with_name(out.name + ".tmp")
-    learner.algorithm.policy.save(
-        tmp,
-        metadata={
-            "round": round_,
-            "algorithm": cfg.algorithm.name,
-            "policy_version": learner.policy_version,
-        },
-    )
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
-    return {
-        "checkpoint_dir": str(out),
-        "policy_version": learner.policy_version,
-        "steps": learner.step,
-    }
-
-
 def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> RoundResult:
     """Shards, labels, evaluation and registration of the round (``final``: the export)."""
-    from distrl_tasks.stages import collect, common, evaluate, label, register
-
     shards = collect._write(
         result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
     )

@@ -30,24 +30,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+
+from distrl_tasks.runners.gate import Dispatch, GateClosed
 
 
-@dataclass(frozen=True)
-class Dispatch:
-    """What an actor starts an episode with."""
-
-    policy: object
-    version: int
-    waited_s: float  # seconds it spent blocked at the staleness gate
-
-
-class BoardClosed(RuntimeError):
+class BoardClosed(GateClosed):
     """The board was closed while an actor waited at the gate."""
 
 
 class VersionBoard:
     """Newest published policy, the learner's update count, and the staleness gate.
+
+    The :class:`~distrl_tasks.runners.gate.EpisodeGate` the asynchronous collector starts
+    episodes through.
 
     Args:
         policy: The first policy (version ``version``).

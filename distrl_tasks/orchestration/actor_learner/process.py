@@ -6,9 +6,9 @@ in a spawned process instead, the shape of DistRL's learner on a device of its o
 the 2-core benchmark machine (one seed; RESULTS.md, the ablation's ``continuous`` arms) it made
 88 updates in 900 s against the thread's 77; off by default until more seeds say the same.
 
-The actors' side keeps the :class:`~distrl_tasks.runners.versions.VersionBoard` (the staleness
+The actors' side keeps the :class:`~.board.VersionBoard` (the staleness
 gate and its counters); the learner's side drives the same
-:class:`~distrl_tasks.algorithms.continuous.ContinuousLearner` against :class:`_PipeBoard`, a
+:class:`~.learner.ContinuousLearner` against :class:`_PipeBoard`, a
 stand-in that forwards its updates and versions. One duplex pipe, no pickles: every message is a
 JSON header, some followed by one binary payload.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import threading
 import time
 import traceback
@@ -35,7 +34,10 @@ from typing import Any
 import pyarrow as pa
 
 from distrl_tasks.config import Config, config_from_dict
-from distrl_tasks.runners.versions import VersionBoard
+from distrl_tasks.orchestration.actor_learner import learner as round_learner
+from distrl_tasks.orchestration.actor_learner.board import VersionBoard
+from distrl_tasks.protocol.files import atomic_directory
+from distrl_tasks.stages import common
 
 START_TIMEOUT_S = 300.0  # spawning, imports, the registry download and the start export
 FINISH_TIMEOUT_S = 600.0  # the learner's last update, its checkpoint and the export
@@ -121,11 +123,8 @@ class _PipeBoard(VersionBoard):
 
 
 def _export_start(policy: Any, directory: Path, version: int) -> None:
-    tmp = directory.with_name(directory.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    policy.save(tmp, metadata={"policy_version": version})
-    shutil.rmtree(directory, ignore_errors=True)
-    os.replace(tmp, directory)
+    with atomic_directory(directory) as tmp:
+        policy.save(tmp, metadata={"policy_version": version})
 
 
 def _serve(conn: Any, spec_json: str) -> None:
@@ -134,16 +133,15 @@ def _serve(conn: Any, spec_json: str) -> None:
     try:
         import torch
 
-        from distrl_tasks.orchestration import continuous
-        from distrl_tasks.stages import common
-
         spec = json.loads(spec_json)
         torch.set_num_threads(int(spec["threads"]))
         cfg = config_from_dict(spec["config"])
         workdir, round_ = spec["workdir"], int(spec["round"])
-        learner, fresh = continuous.fresh_learner(cfg, workdir, round_)
+        learner, fresh = round_learner.fresh_learner(cfg, workdir, round_)
         board = _PipeBoard(channel, cfg.orchestration.continuous.replay_ratio)
-        cl = continuous.continuous_learner(cfg, learner, board, fresh=fresh, snapshot=lambda p: p)
+        cl = round_learner.continuous_learner(
+            cfg, learner, board, fresh=fresh, snapshot=lambda p: p
+        )
         start_dir = common.learner_dir(workdir) / "continuous-start"
         _export_start(learner.algorithm.policy, start_dir, learner.policy_version)
         channel.send({"kind": "hello", "version": learner.policy_version, "dir": str(start_dir)})
@@ -166,7 +164,7 @@ def _serve(conn: Any, spec_json: str) -> None:
         report = cl.run(stop)
         if board.closed:
             return
-        final = continuous.export_learner(cfg, workdir, round_, learner)
+        final = round_learner.export_learner(cfg, workdir, round_, learner)
         channel.send({"kind": "done", "report": report, "final": final})
     except BaseException:  # the actors' side raises it, with this traceback
         channel.try_send({"kind": "error", "traceback": traceback.format_exc()})
@@ -243,9 +241,8 @@ class LearnerProcess:
     def attach(self, board: Any) -> None:
         """Apply the learner's updates and versions to ``board`` as they arrive."""
         from distrl_tasks.agents.checkpoint import load_weights_bytes
-        from distrl_tasks.algorithms.continuous import frozen_copy
 
-        template = frozen_copy(self.policy)
+        template = round_learner.frozen_copy(self.policy)
 
         def read() -> None:
             try:
@@ -255,7 +252,7 @@ class LearnerProcess:
                     if kind == "updates":
                         board.record_updates(header["n"])
                     elif kind == "version" and payload is not None:
-                        snap = frozen_copy(template)
+                        snap = round_learner.frozen_copy(template)
                         load_weights_bytes(snap.model, payload)
                         board.publish(snap, header["version"])
                     elif kind == "done":
