@@ -59,11 +59,11 @@ cluster-down: install
 
 ## test: the whole test suite (what CI runs)
 test: install-dev
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install-dev
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports
 
 format: install-dev
 	$(BIN)/ruff check --fix . && $(BIN)/ruff format .

@@ -80,12 +80,14 @@ def collect_shards(out: Path, devices: int, episodes: int, mistake_rate: float) 
     )
     collect.run(
         cfg,
-        round=0,
-        policy="scripted",
-        out_dir=out,
-        mode="async",
-        episodes_per_device=episodes,
-        progress=False,
+        collect.CollectRequest(
+            round=0,
+            policy="scripted",
+            out_dir=out,
+            mode="async",
+            episodes_per_device=episodes,
+            progress=False,
+        ),
     )
     return read_shards(out)
 

@@ -47,12 +47,14 @@ def main() -> None:
                 policy.model.eval()
                 out = collect.run(
                     cfg,
-                    round=r + 1,
-                    policy=policy,
-                    out_dir=Path(tmp) / f"{decoder}-{r}",
-                    episodes_per_device=args.episodes,
+                    collect.CollectRequest(
+                        round=r + 1,
+                        policy=policy,
+                        out_dir=Path(tmp) / f"{decoder}-{r}",
+                        episodes_per_device=args.episodes,
+                        progress=False,
+                    ),
                     workdir=tmp,
-                    progress=False,
                 )
                 rates[decoder].append(float(out["steps_per_s"]))
                 print(

@@ -30,9 +30,8 @@ from airflow.sdk import Asset, Param, dag, get_current_context, task
 from distrl_tasks.orchestration.airflow_params import PARAM_SPECS, newest_trajectories
 from distrl_tasks.orchestration.airflow_tasks import (
     DEFAULT_ARGS,
-    DEVICES,
-    GPU,
     collection,
+    learning,
     next_round,
     run_config,
     stop_farm,
@@ -91,41 +90,7 @@ def distrl_learner() -> None:
         events = get_current_context()["triggering_asset_events"].get(TRAJECTORIES, [])
         return newest_trajectories([e.extra for e in events])
 
-    @task(queue=GPU)
-    def train(data: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import train as stage
-
-        cfg, root, _ = _config(data["params"])
-        return stage.run(cfg, round=data["round"], data_version=data["data_version"], workdir=root)
-
-    @task(queue=DEVICES)
-    def evaluate(data: dict[str, Any], trained: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import evaluate as stage
-
-        cfg, root, _ = _config(data["params"])
-        return stage.run(
-            cfg, round=data["round"], checkpoint_dir=trained["checkpoint_dir"], workdir=root
-        )
-
-    @task
-    def register(
-        data: dict[str, Any], trained: dict[str, Any], evaluation: dict[str, Any]
-    ) -> dict[str, Any]:
-        from distrl_tasks.stages import register as stage
-
-        cfg, root, _ = _config(data["params"])
-        return stage.run(
-            cfg,
-            round=data["round"],
-            checkpoint_dir=trained["checkpoint_dir"],
-            data_version=data["data_version"],
-            evaluation=evaluation,
-            workdir=root,
-        )
-
-    data = select_data()
-    trained = train(data)
-    register(data, trained, evaluate(data, trained))
+    learning(REPO_ROOT, select_data())
 
 
 distrl_actor()

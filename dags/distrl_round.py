@@ -32,9 +32,8 @@ from airflow.sdk import Param, dag, task
 from distrl_tasks.orchestration.airflow_params import PARAM_SPECS
 from distrl_tasks.orchestration.airflow_tasks import (
     DEFAULT_ARGS,
-    DEVICES,
-    GPU,
     collection,
+    learning,
     next_round,
     run_config,
     stop_farm,
@@ -63,50 +62,10 @@ def distrl_round() -> None:
         cfg, root, params = _config()
         return stage.run(cfg, round=params["round"], workdir=root)
 
-    @task(queue=GPU)
-    def train(versioned: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import train as stage
-
-        cfg, root, params = _config()
-        return stage.run(
-            cfg, round=params["round"], data_version=versioned["data_version"], workdir=root
-        )
-
-    @task(queue=DEVICES)
-    def evaluate(trained: dict[str, Any], farm: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import evaluate as stage
-
-        cfg, root, params = _config()
-        return stage.run(
-            cfg,
-            round=params["round"],
-            checkpoint_dir=trained["checkpoint_dir"],
-            workdir=root,
-            adb_address=(farm["host"], farm["port"]),  # the round's farm, still up
-        )
-
-    @task
-    def register(
-        trained: dict[str, Any], versioned: dict[str, Any], evaluation: dict[str, Any]
-    ) -> dict[str, Any]:
-        from distrl_tasks.stages import register as stage
-
-        cfg, root, params = _config()
-        return stage.run(
-            cfg,
-            round=params["round"],
-            checkpoint_dir=trained["checkpoint_dir"],
-            data_version=versioned["data_version"],
-            evaluation=evaluation,
-            workdir=root,
-        )
-
     farm, labeled = collection(REPO_ROOT)
-    versioned = version(labeled)
-    trained = train(versioned)
-    evaluation = evaluate(trained, farm)
+    _, evaluation, registered = learning(REPO_ROOT, version(labeled), farm=farm)
     evaluation >> stop_farm(REPO_ROOT, farm)
-    next_round(REPO_ROOT, DAG_ID, after=register(trained, versioned, evaluation))
+    next_round(REPO_ROOT, DAG_ID, after=registered)
 
 
 distrl_round()

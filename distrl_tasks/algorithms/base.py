@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from distrl_tasks.agents.text_encoders import build_text_encoder
+
 if TYPE_CHECKING:
     from distrl_tasks.agents.policy import AutoUIPolicy
     from distrl_tasks.algorithms.batch import Batch
@@ -88,7 +90,6 @@ class Algorithm(Protocol):
 
 def critic_text_encoder(cfg: Config, device: str = "cpu"):
     """The critics' text encoder as ``cfg.agent.critic_text_encoder`` names it."""
-    from distrl_tasks.agents.text_encoders import build_text_encoder
 
     return build_text_encoder(
         cfg.agent.critic_text_encoder, path=cfg.agent.critic_text_encoder_path, device=device

@@ -52,20 +52,20 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from distrl_tasks.agents.critics import StepCritic, trainable_parameters
+from distrl_tasks.agents.critics import StepCritic, trainable_parameters, weighted_bce
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import critic_fit
-from distrl_tasks.algorithms import distrl_critic as DC
 from distrl_tasks.algorithms import distrl_data as D
 from distrl_tasks.algorithms import functional as F
-from distrl_tasks.algorithms.aride import actor_loss, loss_diagnostics
 from distrl_tasks.algorithms.base import (
     LossOutput,
     critic_text_encoder,
+    masked_average,
     param_group,
     score_actor_rows,
     score_steps,
@@ -208,9 +208,9 @@ class DistRL:
         ]
 
     def _priorities(
-        self, ev: DC.Evaluated, log_probs: torch.Tensor, batch: Batch, mask: torch.Tensor
+        self, ev: Evaluated, log_probs: torch.Tensor, batch: Batch, mask: torch.Tensor
     ) -> np.ndarray:
-        return DC.priorities(
+        return dper_priorities(
             ev,
             log_probs,
             batch,
@@ -265,7 +265,7 @@ class DistRL:
             batch = batch_from_trajectories(
                 replay, slots[i : i + self.chunk], horizons=self.horizons
             )
-            ev = DC.evaluate(self.critic, batch, self.gamma)
+            ev = evaluate_critic(self.critic, batch, self.gamma)
             log_probs, _, _ = score_steps(self.policy, batch)
             mask = batch.mask.to(ev.values.device)
             out.append(self._priorities(ev, log_probs, batch, mask))
@@ -308,39 +308,37 @@ class DistRL:
             kept_slots=self.kept_slots if filtered else None,
         )
 
-    def _targets(self, ev: DC.Evaluated, log_rhos: torch.Tensor, mask: torch.Tensor):
-        return F.retrace(
-            log_rhos,
-            ev.rewards,
-            ev.values,
-            ev.bootstrap,
-            ev.discounts,
-            lambda_=self.lambda_,
-            c_bar=self.c_bar,
-            rho_bar=self.rho_bar,
-            mask=mask,
+    def _targets(self, ev: Evaluated, log_rhos: torch.Tensor, mask: torch.Tensor):
+        return retrace_targets(
+            ev, log_rhos, mask, lambda_=self.lambda_, c_bar=self.c_bar, rho_bar=self.rho_bar
         )
 
     def critic_loss(self, batch: Batch) -> LossOutput:
         """Critic-only loss for the pre-fit: no policy scoring, Retrace with ``rho = 1``."""
-        ev = DC.evaluate(self.critic, batch, self.gamma)
+        ev = evaluate_critic(self.critic, batch, self.gamma)
         mask = batch.mask.to(ev.values.device)
         returns = self._targets(ev, torch.zeros_like(ev.values), mask)
-        loss = DC.critic_bce(ev, returns.vs, batch, mask)
+        loss = critic_bce(ev, returns.vs, batch, mask)
         return LossOutput(loss, {"losses/value": loss}, {}, critic_loss=loss)
 
     def loss(self, batch: Batch) -> LossOutput:
-        """Critic BCE toward clipped Retrace targets plus the A-RIDE actor loss."""
-        ev = DC.evaluate(self.critic, batch, self.gamma)
+        """One A-RIDE update on sampled windows: critic BCE toward clipped Retrace targets plus
+        the actor loss; the windows' new priorities are written at the next :meth:`sample`."""
+        # 1. the critic's view: V(s_t), the bootstrap, rewards (+ penalties) and discounts
+        ev = evaluate_critic(self.critic, batch, self.gamma)
         device = ev.values.device
         mask = batch.mask.to(device)
+        # 2. the current policy's log pi(a_t|s_t) and entropy on the actor rows
         log_probs, entropy = score_actor_rows(
             self.policy, batch, entropy_per_token=self.entropy == "token_mean"
         )
         log_probs, entropy = log_probs.to(device), entropy.to(device)
         mu = batch.behavior_log_probs.to(device)
+        # 3. Retrace targets G_t and advantages min(rho_bar, rho) * A_t, rho = pi / mu
         returns = self._targets(ev, log_probs.detach() - mu, mask)
-        critic_loss = DC.critic_bce(ev, returns.vs, batch, mask)
+        # 4. the critic's loss: both heads toward clip(G_t, 0, 1)
+        critic_loss = critic_bce(ev, returns.vs, batch, mask)
+        # 5. the actor's loss: policy gradient, entropy bonus, invalid-action penalty
         actor_mask = mask & batch.actor_rows.to(device).unsqueeze(1)
         actor, terms = actor_loss(
             log_probs,
@@ -356,7 +354,9 @@ class DistRL:
             positive_only=self.positive_only,
             ratio_clip=self.ratio_clip,
         )
+        # 6. DPER priorities of these windows under the current policy and critic
         self.book.defer(batch.slots, self._priorities(ev, log_probs, batch, mask))
+        # 7. what the update saw
         terms["losses/value"] = critic_loss
         metrics = loss_diagnostics(
             log_probs,
@@ -393,8 +393,199 @@ class DistRL:
         """
         return D.replay_calibration(
             replay,
-            lambda b: DC.evaluate(self.critic, b, self.gamma).values,
+            lambda b: evaluate_critic(self.critic, b, self.gamma).values,
             self.gamma,
             self.chunk,
             self.horizons,
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# One update, in the order :meth:`DistRL.loss` runs it: the critic's view of the sampled
+# windows, the Retrace targets, the critic's loss, the actor's loss, the windows' new
+# priorities and what the update saw. Pure tensor functions, tested against hand-computed values.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluated:
+    """What the critic says about a batch's windows, needed by the loss and the priorities."""
+
+    logits: torch.Tensor  # [B*T, 2] critic logits at s_t (with gradient)
+    values: torch.Tensor  # [B, T] V(s_t) = min over the heads, detached
+    bootstrap: torch.Tensor  # [B] V after each row's last real step, detached
+    rewards: torch.Tensor  # [B, T] reward + penalty
+    discounts: torch.Tensor  # [B, T] gamma, 0 after a terminal step
+
+
+def evaluate_critic(critic: StepCritic, batch: Batch, gamma: float) -> Evaluated:
+    """Run the double critic on ``batch``'s ``B`` windows of ``T`` steps.
+
+    ``V(s_t)`` keeps the logits' graph (the critic's loss); the next-state values that give
+    each row's bootstrap ``V(s_{last+1})`` are computed without one.
+    """
+    b, t = batch.batch_size, batch.length
+    dim = batch.features.shape[-1]
+    device = critic.heads[0][0].weight.device
+    logits = critic(
+        batch.prompts, batch.prev_features.reshape(-1, dim), batch.features.reshape(-1, dim)
+    )
+    values = torch.sigmoid(logits.detach()).min(dim=1).values.reshape(b, t)
+    with torch.no_grad():
+        next_values = critic.values(
+            batch.next_prompts,
+            batch.features.reshape(-1, dim),
+            batch.next_features.reshape(-1, dim),
+        ).reshape(b, t)
+    last = (batch.mask.sum(dim=1) - 1).clamp(min=0).to(device)
+    bootstrap = next_values.gather(1, last.unsqueeze(1)).squeeze(1)
+    rewards = (batch.rewards + batch.penalties).to(device)
+    discounts = F.discounts_from_dones(batch.dones.to(device), gamma, torch.float32)
+    return Evaluated(logits, values, bootstrap, rewards, discounts)
+
+
+def retrace_targets(
+    ev: Evaluated,
+    log_rhos: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    lambda_: float,
+    c_bar: float,
+    rho_bar: float,
+) -> F.OffPolicyReturns:
+    """Retrace(lambda) targets ``G_t`` (``.vs``) and truncated advantages (``.pg_advantages``),
+    both ``[B, T]``, for ``log_rhos = log pi - log mu`` (zeros: on-policy, ``rho = 1``)."""
+    return F.retrace(
+        log_rhos,
+        ev.rewards,
+        ev.values,
+        ev.bootstrap,
+        ev.discounts,
+        lambda_=lambda_,
+        c_bar=c_bar,
+        rho_bar=rho_bar,
+        mask=mask,
+    )
+
+
+def critic_bce(ev: Evaluated, vs: torch.Tensor, batch: Batch, mask: torch.Tensor) -> torch.Tensor:
+    """Weighted BCE of both heads toward ``clip(vs, 0, 1)`` (``vs``: ``[B, T]`` Retrace
+    targets) on the critic rows' real steps, each weighted by its window's importance weight."""
+    device = mask.device
+    sel = (mask & batch.critic_rows.to(device).unsqueeze(1)).reshape(-1)
+    step_w = batch.weights.to(device).unsqueeze(1).expand_as(mask).reshape(-1)[sel]
+    return weighted_bce(ev.logits[sel], vs.reshape(-1)[sel].clamp(0.0, 1.0), step_w)
+
+
+def actor_loss(
+    log_probs: torch.Tensor,
+    behavior_log_probs: torch.Tensor,
+    entropy: torch.Tensor,
+    pg_advantages: torch.Tensor,
+    invalid: torch.Tensor,
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    entropy_coef: float,
+    invalid_coef: float,
+    rho_bar: float = 1.0,
+    positive_only: bool = False,
+    ratio_clip: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """A-RIDE's actor loss (see the module docstring); averages run over real steps.
+
+    Args:
+        log_probs: ``[B, T]`` ``log pi(a_t|s_t)`` with gradient.
+        behavior_log_probs: ``[B, T]`` ``log mu(a_t|s_t)``.
+        entropy: ``[B, T]`` policy entropy at ``s_t`` with gradient.
+        pg_advantages: ``[B, T]`` ``min(rho_bar, rho_t) * A_t`` (treated as constants).
+        invalid: ``[B, T]`` bool, action failed to parse.
+        weights: ``[B]`` prioritized-replay importance weights.
+        mask: ``[B, T]`` bool, real steps.
+        entropy_coef: ``beta``.
+        invalid_coef: ``lambda_inv``.
+        rho_bar: Truncation of the importance ratio (invalid-action term, ``positive_only``).
+        positive_only: Replace ``min(rho_bar, rho) * A`` by ``min(rho_bar, rho) * 1[A > 0]``.
+        ratio_clip: ``eps`` of the trust-region mask (0 = off).
+
+    Returns:
+        ``(loss, terms)`` with ``terms`` holding ``losses/policy``, ``losses/entropy`` (the
+        mean entropy, a bonus) and ``losses/invalid`` (the estimated ``P_inv``).
+    """
+    w = weights.to(log_probs.dtype).unsqueeze(1).expand_as(log_probs)
+    lp_const = log_probs.detach()
+    ratio = torch.exp(lp_const - behavior_log_probs)
+    rho = ratio.clamp(max=rho_bar)
+    # sign(min(rho_bar, rho) * A) = sign(A) since rho > 0, so the sign of coef is A's
+    coef = pg_advantages.detach()
+    if ratio_clip > 0:
+        gone = ((coef > 0) & (ratio > 1 + ratio_clip)) | ((coef < 0) & (ratio < 1 - ratio_clip))
+        coef = torch.where(gone, torch.zeros_like(coef), coef)
+    if positive_only:
+        coef = rho * (coef > 0).to(rho.dtype)
+    policy = masked_average(-w * coef * log_probs, mask)
+    ent = masked_average(w * entropy, mask)
+    rho_tilde = torch.exp(log_probs - lp_const) * rho
+    p_invalid = masked_average(w * invalid.to(log_probs.dtype) * rho_tilde, mask)
+    loss = policy - entropy_coef * ent + invalid_coef * p_invalid
+    return loss, {"losses/policy": policy, "losses/entropy": ent, "losses/invalid": p_invalid}
+
+
+def dper_priorities(
+    ev: Evaluated,
+    log_probs: torch.Tensor,
+    batch: Batch,
+    mask: torch.Tensor,
+    *,
+    weights: tuple[float, float, float],
+    rho_clip: float,
+) -> np.ndarray:
+    """``[B]`` DPER priorities ``w1 mean|delta| + w2 mean rho + w3 mean(-log pi)`` of the rows
+    (:func:`functional.dper_priority`), from one-step TD errors under ``ev``'s values."""
+    deltas = F.td_errors(ev.rewards, ev.values, ev.bootstrap, ev.discounts, mask=mask)
+    w1, w2, w3 = weights
+    prio = F.dper_priority(
+        deltas,
+        log_probs.detach(),
+        batch.behavior_log_probs.to(deltas.device),
+        w1=w1,
+        w2=w2,
+        w3=w3,
+        rho_clip=rho_clip,
+        mask=mask,
+    )
+    return prio.cpu().numpy().astype(np.float64)
+
+
+@torch.no_grad()
+def loss_diagnostics(
+    log_probs: torch.Tensor,
+    behavior_log_probs: torch.Tensor,
+    pg_advantages: torch.Tensor,
+    targets: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    actor_mask: torch.Tensor,
+    *,
+    rho_bar: float,
+) -> dict[str, float]:
+    """What one A-RIDE loss saw, all ``[B, T]`` inputs (``mask``: real steps, ``actor_mask``:
+    the actor rows' real steps).
+
+    ``train/ess`` is the normalised effective sample size of the truncated ratios
+    ``(sum c)^2 / (n sum c^2)`` with ``c = min(rho_bar, rho)``; ``train/clip_frac`` the share of
+    steps with ``rho > rho_bar``; ``train/adv_mean`` and ``train/adv_pos_frac`` the advantages
+    the actor was given; ``train/value_mean`` and ``train/target_mean`` the critic's ``V`` and
+    its Retrace targets.
+    """
+    rhos = torch.exp(log_probs - behavior_log_probs)[mask]
+    clipped = rhos.clamp(max=rho_bar)
+    ess = clipped.sum() ** 2 / (len(clipped) * (clipped**2).sum()).clamp(min=1e-12)
+    return {
+        "train/ess": float(ess),
+        "train/clip_frac": float((rhos > rho_bar).float().mean()),
+        "train/adv_mean": float(masked_average(pg_advantages, actor_mask)),
+        "train/adv_pos_frac": float(masked_average((pg_advantages > 0).float(), actor_mask)),
+        "train/value_mean": float(masked_average(values, mask)),
+        "train/target_mean": float(masked_average(targets, mask)),
+    }

@@ -35,6 +35,7 @@ from distrl_tasks.algorithms import train_state as ts
 from distrl_tasks.algorithms.base import Algorithm
 from distrl_tasks.config import Config, CriticPrefitConfig
 from distrl_tasks.data.replay import ReplayBuffer
+from distrl_tasks.protocol.files import publish_dir
 
 # Every metric train_round can report (the algorithm may add its own ``losses/``, ``train/``).
 METRIC_NAMES = (
@@ -384,7 +385,7 @@ def _save_checkpoint(learner: Learner, name: str) -> Path:
     learner.accelerator.wait_for_everyone()
     if learner.accelerator.is_main_process:
         _write_main_files(learner, tmp)
-        ts.publish_dir(tmp, final)
+        publish_dir(tmp, final)
         ts.write_latest(root, name)
         ts.prune_checkpoints(root, learner.cfg.algorithm.keep_states)
     learner.accelerator.wait_for_everyone()

@@ -31,6 +31,7 @@ from distrl_tasks.config import Config, load_config
 from distrl_tasks.data.schema import COLUMN_NAMES
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.evaluators.agreement import AgreementReport, agreement
+from distrl_tasks.stages.common import labeled_dir, raw_dir, resolve
 from distrl_tasks.tasks.base import GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
 
@@ -77,7 +78,6 @@ def resolve_inputs(
     Raises:
         FileNotFoundError: the workdir or the second-labels directory does not exist.
     """
-    from distrl_tasks.stages.common import labeled_dir, raw_dir, resolve
 
     env = os.environ if env is None else env
     workdir = Path(env.get("DISTRL_WORKDIR") or default_workdir).resolve()
@@ -311,7 +311,12 @@ def load_metrics(cfg: Config, workdir: str | os.PathLike) -> pd.DataFrame:
     Columns: ``run_id, run_name, round, stage, key, step, value``. Empty when a local store or
     the experiment does not exist yet (nothing is created).
     """
-    from distrl_tasks.tracking.runs import ROUND_TAG, RUN_NAME_TAG, STAGE_TAG, Tracker
+    from distrl_tasks.tracking.runs import (  # lazy: mlflow
+        ROUND_TAG,
+        RUN_NAME_TAG,
+        STAGE_TAG,
+        Tracker,
+    )
 
     cols = ["run_id", "run_name", "round", "stage", "key", "step", "value"]
     uri = cfg.tracking.tracking_uri

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.bench.describe import machine_info
+from distrl_tasks.bench.learning import run_one
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import replace_section
 from distrl_tasks.bench.setup import LearningBenchSettings, bootstrap_sft
@@ -173,8 +174,6 @@ def run_ablation(
 ) -> tuple[str, list[ArmResult]]:
     """Run (or reuse) every arm at every learning rate; returns the table and the results."""
     import torch
-
-    from distrl_tasks.bench.learning import run_one
 
     if not lrs or any(not lr > 0 for lr in lrs):
         raise ValueError(f"lrs must be positive learning rates, got {list(lrs)}")

@@ -71,6 +71,8 @@ from distrl_tasks.bench.setup import (
     seed_registry,
     sft_key,
 )
+from distrl_tasks.orchestration.pipeline import RoundResult, run_rounds
+from distrl_tasks.stages.common import read_manifest
 
 MAX_ROUNDS = 100_000  # the budget, not a round count, ends a run
 EXPERIMENT = "learning-bench"
@@ -93,7 +95,9 @@ def report_finished(
     benchmark's task lists, and with ``reference`` the final policies' under
     ``settings.reference_profiles``.
     """
-    from distrl_tasks.stages import bootstrap
+    from distrl_tasks.stages import (
+        bootstrap,  # lazy: torch + mlflow
+    )
 
     root = Path(workdir).resolve()
     sft, records = {}, []
@@ -157,8 +161,9 @@ def run_one(
 ) -> RunRecord:
     """One (method, task set, seed) run within the budget, then its final evaluation; reused
     from ``bench_record.json`` when the same settings ran to the end before."""
-    from distrl_tasks.orchestration.pipeline import RoundResult, run_rounds
-    from distrl_tasks.stages import evaluate
+    from distrl_tasks.stages import (
+        evaluate,  # lazy: torch + pyarrow
+    )
 
     cfg = run_config(settings, task_set, method=method, seed=seed)
     workdir = run_dir(settings, method, task_set, seed, sft, root)
@@ -246,7 +251,6 @@ def _point(r: Any) -> RoundPoint:
 def _with_steps(record: RunRecord, workdir: Path) -> RunRecord:
     """Fill the learner steps that records written before :attr:`RoundPoint.steps` existed lack,
     from the rounds' train manifests in the run directory (left None where one is gone)."""
-    from distrl_tasks.stages.common import read_manifest
 
     for point in record.rounds:
         if point.steps is None:
@@ -283,7 +287,7 @@ def run_benchmark(
     RESULTS.md section. Returns the records, the table and where everything went."""
     import torch
 
-    from distrl_tasks.tracking.runs import KIND_TAG, Tracker
+    from distrl_tasks.tracking.runs import KIND_TAG, Tracker  # lazy: mlflow + pyarrow
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     cfg = run_config(settings, settings.task_sets[0])  # a bad override fails here, not later

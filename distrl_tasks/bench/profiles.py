@@ -18,6 +18,7 @@ from pathlib import Path
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, format_cell
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
+from distrl_tasks.stages.common import checkpoint_dir
 
 SFT = "sft"
 # (method or "sft", task set, profile) -> test success of each seed's final policy
@@ -26,7 +27,6 @@ ProfileResults = dict[tuple[str, str, str], list[float]]
 
 def final_checkpoint(record: RunRecord, workdir: Path, sft: SFTPolicy) -> Path:
     """The policy a run's final evaluation measured: its last round in budget, or SFT's."""
-    from distrl_tasks.stages.common import checkpoint_dir
 
     return checkpoint_dir(workdir, record.final_round) if record.final_round else sft.policy_dir
 
@@ -42,7 +42,9 @@ def evaluate_profiles(
 ) -> ProfileResults:
     """Evaluate every finished run's final policy, and each task set's SFT policy, under each
     of ``profiles`` on the first ``settings.eval_test`` test goals (greedy, latency off)."""
-    from distrl_tasks.stages import evaluate
+    from distrl_tasks.stages import (
+        evaluate,  # lazy: torch + pyarrow
+    )
 
     results: ProfileResults = {}
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from distrl_tasks.config import Config, load_config
 from distrl_tasks.sim.dynamics.catalog import PROFILES
+from distrl_tasks.stages import common
 
 METHODS: dict[str, dict[str, Any]] = {
     "distrl": {"algorithm.name": "distrl", "orchestration.asynchronous": True},
@@ -232,8 +233,11 @@ def bootstrap_sft(
     log: Callable[[str], None] = print,
 ) -> SFTPolicy:
     """Bootstrap (or reuse) the task set's SFT policy and evaluate it on the final protocol."""
-    from distrl_tasks.algorithms.sft import SFTSettings
-    from distrl_tasks.stages import bootstrap, evaluate
+    from distrl_tasks.algorithms.sft import SFTSettings  # lazy: torch + transformers
+    from distrl_tasks.stages import (  # lazy: torch + mlflow
+        bootstrap,
+        evaluate,
+    )
 
     cfg = run_config(settings, task_set, latency=False)
     workdir = root / f"sft-{task_set}-{sft_key(cfg, settings)}"
@@ -274,7 +278,6 @@ def bootstrap_sft(
 def seed_registry(cfg: Config, workdir: Path, sft: SFTPolicy) -> int:
     """Register the SFT checkpoint in ``workdir``'s registry as round 0 / ``sft``, with its
     per-round evaluation, and point ``behavior`` and ``champion`` at it (what bootstrap leaves)."""
-    from distrl_tasks.stages import common
 
     registry = common.registry(cfg, workdir)
     version = registry.register_checkpoint(

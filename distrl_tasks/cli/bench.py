@@ -66,7 +66,9 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace):
     """The preset (full, or smoke with --smoke) with the flags given applied."""
-    from distrl_tasks.bench.setup import LearningBenchSettings
+    from distrl_tasks.bench.setup import (
+        LearningBenchSettings,
+    )  # lazy: only this command needs it (CLI start-up)
 
     base = LearningBenchSettings.smoke() if args.smoke else LearningBenchSettings.full()
     changes: dict = {}
@@ -102,7 +104,10 @@ def settings_from_args(args: argparse.Namespace):
 
 def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     """Run the benchmark the parsed flags describe; prints progress and the table."""
-    from distrl_tasks.bench.learning import report_finished, run_benchmark
+    from distrl_tasks.bench.learning import (
+        report_finished,
+        run_benchmark,
+    )  # lazy: only this command needs it (CLI start-up)
 
     settings = settings_from_args(args)
     if args.finished_only:
@@ -134,7 +139,11 @@ def _floats(text: str) -> tuple[float, ...]:
 
 def run_ablation_command(args: argparse.Namespace) -> int:
     """``distrl bench ablation``: the factorial and the A-RIDE variants (issue 21)."""
-    from distrl_tasks.bench.ablation import DEFAULT_LRS, arms, run_ablation
+    from distrl_tasks.bench.ablation import (
+        DEFAULT_LRS,
+        arms,
+        run_ablation,
+    )  # lazy: only this command needs it (CLI start-up)
 
     settings = settings_from_args(args)
     try:

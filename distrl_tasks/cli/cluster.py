@@ -45,7 +45,9 @@ def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _paths(args: argparse.Namespace):
-    from distrl_tasks.cluster.services import Paths
+    from distrl_tasks.cluster.services import (
+        Paths,
+    )  # lazy: only this command needs it (CLI start-up)
 
     if args.pool_slots < 1:
         raise ValueError(f"--pool-slots: must be >= 1, got {args.pool_slots}")
@@ -58,7 +60,11 @@ def _paths(args: argparse.Namespace):
 
 
 def _cmd_airflow(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster.local_airflow import LocalAirflow, default_port, serve
+    from distrl_tasks.cluster.local_airflow import (
+        LocalAirflow,
+        default_port,
+        serve,
+    )  # lazy: only this command needs it (CLI start-up)
 
     paths = _paths(args)
     port = args.port or default_port()
@@ -67,7 +73,7 @@ def _cmd_airflow(args: argparse.Namespace) -> int:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster import launcher
+    from distrl_tasks.cluster import launcher  # lazy: only this command needs it (CLI start-up)
 
     paths = _paths(args)
     launcher.up(paths, pool_slots=args.pool_slots)
@@ -76,7 +82,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
 
 def _cmd_down(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster import launcher
+    from distrl_tasks.cluster import launcher  # lazy: only this command needs it (CLI start-up)
 
     stopped = launcher.down(_paths(args))
     if args.json:
@@ -89,7 +95,7 @@ def _cmd_down(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster import launcher
+    from distrl_tasks.cluster import launcher  # lazy: only this command needs it (CLI start-up)
 
     state = launcher.status(_paths(args))
     print(json.dumps(state, indent=2) if args.json else launcher.format_status(state))

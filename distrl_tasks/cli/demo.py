@@ -29,7 +29,11 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from distrl_tasks.orchestration.demo import DEMO_OVERRIDES, run_demo, run_expert_showcase
+    from distrl_tasks.orchestration.demo import (
+        DEMO_OVERRIDES,
+        run_demo,
+        run_expert_showcase,
+    )  # lazy: only this command needs it (CLI start-up)
 
     overrides: list[str] = [f"{k}={json.dumps(v)}" for k, v in DEMO_OVERRIDES.items()]
     if args.devices is not None:

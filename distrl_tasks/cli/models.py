@@ -61,7 +61,7 @@ def config_from(args: argparse.Namespace) -> Config:
 
 
 def _cmd_pretrain(args: argparse.Namespace) -> int:
-    from distrl_tasks.stages import pretrain
+    from distrl_tasks.stages import pretrain  # lazy: torch + pyarrow
 
     cfg = config_from(args)
     command = "distrl " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -78,7 +78,7 @@ def _cmd_pretrain(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from distrl_tasks.stages import eval_any
+    from distrl_tasks.stages import eval_any  # lazy: torch + pyarrow
 
     cfg = config_from(args)
     result = eval_any.run(

@@ -107,7 +107,9 @@ def _data_version(cfg: Config, args: argparse.Namespace, round_: int) -> str:
     version stage's hash."""
     chosen = getattr(args, "data_version", None)
     if chosen == "auto":
-        from distrl_tasks.stages.dvc_metrics import labeled_data_version
+        from distrl_tasks.stages.dvc_metrics import (
+            labeled_data_version,
+        )  # lazy: only this command needs it (CLI start-up)
 
         return labeled_data_version(cfg, args.workdir)
     if chosen:
@@ -126,7 +128,9 @@ def _checkpoint(args: argparse.Namespace, round_: int) -> str:
 
 
 def _previous(workdir: str, round_: int, stage: str, key: str) -> Any:
-    from distrl_tasks.stages.common import read_manifest
+    from distrl_tasks.stages.common import (
+        read_manifest,
+    )  # lazy: only this command needs it (CLI start-up)
 
     manifest = read_manifest(workdir, round_, stage)
     if manifest is None:
@@ -145,47 +149,56 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
             except ValueError as exc:
                 raise ConfigError(f"--round: {exc}") from exc
         if name == "bootstrap":
-            from distrl_tasks.stages import bootstrap
+            from distrl_tasks.stages import bootstrap  # lazy: torch + mlflow
 
             out = bootstrap.run(cfg, workdir=workdir)
         elif name == "collect":
-            from distrl_tasks.stages import collect
+            from distrl_tasks.stages import collect  # lazy: torch + pyarrow
 
             out = collect.run(
                 cfg,
-                round=rnd,
-                worker=args.worker,
-                workers=args.workers,
+                collect.CollectRequest(
+                    round=rnd,
+                    worker=args.worker,
+                    workers=args.workers,
+                    policy=None if args.policy == "behavior" else args.policy,
+                    adb_address=(args.adb_host, args.adb_port)
+                    if args.adb_host is not None and args.adb_port is not None
+                    else None,
+                ),
                 workdir=workdir,
-                adb_host=args.adb_host,
-                adb_port=args.adb_port,
-                policy=None if args.policy == "behavior" else args.policy,
             )
         elif name == "label":
-            from distrl_tasks.stages import label
+            from distrl_tasks.stages import label  # lazy: pyarrow + pandas
 
             out = label.run(cfg, round=rnd, workdir=workdir)
         elif name == "version":
-            from distrl_tasks.stages import version
+            from distrl_tasks.stages import (
+                version,
+            )  # lazy: only this command needs it (CLI start-up)
 
             out = version.run(cfg, round=rnd, workdir=workdir)
         elif name == "train":
-            from distrl_tasks.stages import train
+            from distrl_tasks.stages import train  # lazy: only this command needs it (CLI start-up)
 
             data_version = _data_version(cfg, args, rnd)
             out = train.run(cfg, round=rnd, data_version=data_version, workdir=workdir)
         elif name == "evaluate":
-            from distrl_tasks.stages import evaluate
+            from distrl_tasks.stages import evaluate  # lazy: torch + pyarrow
 
             ckpt = _checkpoint(args, rnd)
-            from distrl_tasks.stages.common import write_manifest
+            from distrl_tasks.stages.common import (
+                write_manifest,
+            )  # lazy: only this command needs it (CLI start-up)
 
             out = evaluate.run(cfg, round=rnd, checkpoint_dir=ckpt, workdir=workdir)
             # the round's record, which `distrl register` and `distrl metrics` read
             record = {k: v for k, v in out.items() if k != "reused"}
             write_manifest(workdir, rnd, "evaluate", record)
         else:
-            from distrl_tasks.stages import register
+            from distrl_tasks.stages import (
+                register,
+            )  # lazy: only this command needs it (CLI start-up)
 
             ckpt = _checkpoint(args, rnd)
             evaluation = {
@@ -207,7 +220,9 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    from distrl_tasks.stages.dvc_metrics import write_metrics
+    from distrl_tasks.stages.dvc_metrics import (
+        write_metrics,
+    )  # lazy: only this command needs it (CLI start-up)
 
     out = write_metrics(
         _config(args), workdir=args.workdir, metrics_path=args.metrics, plots_path=args.plots
@@ -217,7 +232,10 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_round(args: argparse.Namespace) -> int:
-    from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
+    from distrl_tasks.orchestration.pipeline import (
+        format_rounds,
+        run_rounds,
+    )  # lazy: only this command needs it (CLI start-up)
 
     cfg = _config(args)
     if args.first_round is not None:
@@ -243,8 +261,13 @@ def _cmd_round(args: argparse.Namespace) -> int:
 
 
 def _cmd_registry_compare(args: argparse.Namespace) -> int:
-    from distrl_tasks.stages.common import learner_dir, registry
-    from distrl_tasks.tracking.versions import format_compare_table
+    from distrl_tasks.stages.common import (
+        learner_dir,
+        registry,
+    )  # lazy: only this command needs it (CLI start-up)
+    from distrl_tasks.tracking.versions import (
+        format_compare_table,
+    )  # lazy: only this command needs it (CLI start-up)
 
     reg = registry(_config(args), args.workdir)
     rows = reg.compare_versions()

@@ -18,7 +18,7 @@ __all__ = ["Evaluator", "GeminiEvaluator", "Verdict"]
 
 def __getattr__(name: str) -> Any:
     if name == "GeminiEvaluator":
-        from distrl_tasks.evaluators.gemini import GeminiEvaluator
+        from distrl_tasks.evaluators.gemini import GeminiEvaluator  # lazy: google-genai
 
         return GeminiEvaluator
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from distrl_tasks.sim.phone import Phone
+from distrl_tasks.tasks.expert import Expert
+from distrl_tasks.tasks.parse import parse_goal
+
 EXAMPLE_SEED = 0  # simulator content seed of every example screen
 EXAMPLE_RENDER_SCALE = 0.25  # the simulator's default screenshot scale (270x600)
 
@@ -175,9 +179,6 @@ def render_example(example: FewShot) -> tuple[bytes, bool]:
         goal is met there (tests compare it with ``example.status``).
     """
     # Imported here: the simulator is only needed when a prompt is actually built.
-    from distrl_tasks.sim.phone import Phone
-    from distrl_tasks.tasks.expert import Expert
-    from distrl_tasks.tasks.parse import parse_goal
 
     task = parse_goal(example.goal)
     phone = Phone(seed=EXAMPLE_SEED, render_scale=EXAMPLE_RENDER_SCALE)

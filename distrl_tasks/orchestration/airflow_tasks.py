@@ -1,4 +1,5 @@
-"""The tasks both collection DAGs share (``distrl_round`` and ``distrl_actor``), as factories.
+"""The tasks the DAGs share, as factories: collection (``distrl_round``, ``distrl_actor``) and
+learning (``distrl_round``, ``distrl_learner``).
 
 A DAG file calls these inside its ``@dag`` function; each factory defines its TaskFlow tasks
 there (same task ids in both DAGs) and wires them. Every task is still one call into a stage of
@@ -65,14 +66,16 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
     @setup
     @task(queue=DEVICES)
     def start_farm() -> dict[str, Any]:
-        from distrl_tasks.stages import farm
+        from distrl_tasks.stages import farm  # inside the task: parsing the DAG imports no stage
 
         cfg, root, _ = run_config(repo_root)
         return farm.start(cfg, workdir=root)
 
     @task(queue=DEVICES)
     def bootstrap() -> dict[str, Any]:
-        from distrl_tasks.stages import bootstrap as stage
+        from distrl_tasks.stages import (
+            bootstrap as stage,  # lazy: torch + mlflow
+        )
 
         cfg, root, _ = run_config(repo_root)
         return stage.run(cfg, workdir=root)
@@ -84,23 +87,23 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
 
     @task(queue=DEVICES, pool=DEVICES, map_index_template="{{ shard }}")
     def collect(worker: int, farm: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import collect as stage
+        from distrl_tasks.stages import (
+            collect as stage,  # lazy: torch + pyarrow
+        )
 
         cfg, root, params = run_config(repo_root)
         get_current_context()["shard"] = f"worker {worker}"  # type: ignore[typeddict-unknown-key]
-        return stage.run(
-            cfg,
+        request = stage.CollectRequest(
             round=params["round"],
             worker=worker,
             workers=cfg.orchestration.workers,
-            workdir=root,
-            adb_host=farm.get("host"),
-            adb_port=farm.get("port"),
+            adb_address=(farm["host"], farm["port"]) if farm.get("host") else None,
         )
+        return stage.run(cfg, request, workdir=root)
 
     @task  # on the simulator the oracle labeled at collection; Gemini needs no device
     def label(collected: list[dict[str, Any]]) -> dict[str, Any]:
-        from distrl_tasks.stages import label as stage
+        from distrl_tasks.stages import label as stage  # lazy: pyarrow + pandas
 
         cfg, root, params = run_config(repo_root)
         return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
@@ -117,12 +120,82 @@ def stop_farm(repo_root: Path, farm: Any) -> Any:
     @teardown
     @task(queue=DEVICES)
     def stop_farm(farm: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import farm as stage
+        from distrl_tasks.stages import (
+            farm as stage,  # inside the task: parsing the DAG imports no stage
+        )
 
         cfg, root, _ = run_config(repo_root)
         return stage.stop(cfg, workdir=root)
 
     return stop_farm(farm)
+
+
+def learning(repo_root: Path, data: Any, farm: Any = None) -> tuple[Any, Any, Any]:
+    """train -> evaluate -> register on ``data``.
+
+    Args:
+        repo_root: the DAG file's repository.
+        data: a task output holding ``round`` and ``data_version`` (the version stage's
+            manifest) and, when the data came with an Asset event, the actor's ``params``
+            (a learner DAG has no Params of its own: the actor's apply).
+        farm: the ``start_farm`` output when the round's farm is still up (evaluation runs on
+            it); None starts one for the evaluation.
+
+    Returns:
+        The ``train``, ``evaluate`` and ``register`` task outputs.
+    """
+
+    def config(data: dict[str, Any]) -> tuple[Config, Path]:
+        cfg, root, _ = run_config(repo_root, data.get("params"))
+        return cfg, root
+
+    @task(queue=GPU)
+    def train(data: dict[str, Any]) -> dict[str, Any]:
+        from distrl_tasks.stages import (
+            train as stage,  # inside the task: parsing the DAG imports no stage
+        )
+
+        cfg, root = config(data)
+        return stage.run(cfg, round=data["round"], data_version=data["data_version"], workdir=root)
+
+    @task(queue=DEVICES)
+    def evaluate(
+        data: dict[str, Any], trained: dict[str, Any], farm: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        from distrl_tasks.stages import (
+            evaluate as stage,  # lazy: torch + pyarrow
+        )
+
+        cfg, root = config(data)
+        return stage.run(
+            cfg,
+            round=data["round"],
+            checkpoint_dir=trained["checkpoint_dir"],
+            workdir=root,
+            adb_address=(farm["host"], farm["port"]) if farm else None,
+        )
+
+    @task
+    def register(
+        data: dict[str, Any], trained: dict[str, Any], evaluation: dict[str, Any]
+    ) -> dict[str, Any]:
+        from distrl_tasks.stages import (
+            register as stage,  # inside the task: parsing the DAG imports no stage
+        )
+
+        cfg, root = config(data)
+        return stage.run(
+            cfg,
+            round=data["round"],
+            checkpoint_dir=trained["checkpoint_dir"],
+            data_version=data["data_version"],
+            evaluation=evaluation,
+            workdir=root,
+        )
+
+    trained = train(data)
+    evaluation = evaluate(data, trained, farm)
+    return trained, evaluation, register(data, trained, evaluation)
 
 
 def next_round(repo_root: Path, dag_id: str, after: Any) -> None:

@@ -19,6 +19,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from distrl_tasks.config import Config
+from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
+from distrl_tasks.tasks.expert import run_expert
+from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.taskset import load_goals
 
 SPLITS: tuple[tuple[str, str], ...] = (
     ("general", "train"),
@@ -67,7 +71,6 @@ def run_split(
     progress: tqdm,
 ) -> None:
     """Run the expert on every goal, one worker thread per device, and fill ``result``."""
-    from distrl_tasks.tasks.expert import run_expert
 
     work: queue.Queue[tuple[int, str]] = queue.Queue()
     for i, goal in enumerate(goals):
@@ -135,8 +138,6 @@ def run_expert_showcase(cfg: Config, *, tasks_per_split: int, mistake_rate: floa
 
     Returns a process exit code: 0 when every split ran, 1 if any episode hit an error.
     """
-    from distrl_tasks.tasks.farm import running_farm
-    from distrl_tasks.tasks.taskset import load_goals
 
     plan = [
         (ts, sp, pick_goals(load_goals(ts, sp, cfg.env.data_dir), tasks_per_split))
@@ -221,8 +222,9 @@ def run_demo(
     showcase: bool = True,
 ) -> int:
     """`distrl demo`: the simulator showcase, SFT bootstrap, then rounds of RL, with tables."""
-    from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
-    from distrl_tasks.stages import bootstrap
+    from distrl_tasks.stages import (
+        bootstrap,  # lazy: torch + mlflow
+    )
 
     started = time.perf_counter()
     workdir = Path(workdir).resolve()

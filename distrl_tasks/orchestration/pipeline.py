@@ -76,10 +76,14 @@ def budget_allows(
 
 
 def _collect(cfg: Config, round_: int, workdir: str | os.PathLike, farm: dict | None) -> dict:
-    from distrl_tasks.stages import collect
+    from distrl_tasks.stages import (
+        collect,  # lazy: torch + pyarrow
+    )
 
-    address = {"adb_host": farm["host"], "adb_port": farm["port"]} if farm else {}
-    return collect.run(cfg, round=round_, workdir=workdir, **address)
+    address = (farm["host"], farm["port"]) if farm else None
+    return collect.run(
+        cfg, collect.CollectRequest(round=round_, adb_address=address), workdir=workdir
+    )
 
 
 def _timed_collect(
@@ -92,7 +96,13 @@ def _timed_collect(
 
 def _learn(cfg: Config, result: RoundResult, workdir: str | os.PathLike) -> None:
     """label → version → train → evaluate → register for a round whose data is collected."""
-    from distrl_tasks.stages import evaluate, label, register, train, version
+    from distrl_tasks.stages import (  # lazy: torch + pyarrow
+        evaluate,
+        label,
+        register,
+        train,
+        version,
+    )
 
     r = result.round
     result.label = label.run(cfg, round=r, workdir=workdir)
@@ -113,7 +123,7 @@ def _learn(cfg: Config, result: RoundResult, workdir: str | os.PathLike) -> None
 
 def _label(cfg: Config, round_: int, workdir: str | os.PathLike) -> dict:
     """Label a collection the learner takes together with a newer one (asynchronous mode)."""
-    from distrl_tasks.stages import label
+    from distrl_tasks.stages import label  # lazy: pyarrow + pandas
 
     return label.run(cfg, round=round_, workdir=workdir)
 
@@ -154,8 +164,14 @@ def run_rounds(
     Raises:
         ValueError: ``rounds`` < 1, a budget <= 0, or a first round the mode does not have.
     """
-    from distrl_tasks.orchestration.actor_learner import round as continuous
-    from distrl_tasks.stages import bootstrap, farm, modes
+    from distrl_tasks.orchestration.actor_learner import (
+        round as continuous,  # lazy: torch + pyarrow
+    )
+    from distrl_tasks.stages import (  # lazy: torch + mlflow
+        bootstrap,
+        farm,
+        modes,
+    )
 
     n = rounds if rounds is not None else cfg.orchestration.rounds
     if n < 1:

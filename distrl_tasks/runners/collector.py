@@ -169,10 +169,10 @@ def collect_async(
     :class:`~distrl_tasks.runners.journal.EpisodeJournal` of an earlier attempt) are taken as
     they are and not run again; ``on_episode`` sees only new ones. With a ``board`` (a
     continuous learner's version board, seen as an :class:`~distrl_tasks.runners.gate.EpisodeGate`)
-    every episode is dispatched through it: the device waits at its staleness gate, the newest published version
-    is swapped into the server between episodes, and the episode's transitions are reported
-    when it ends (whatever its staleness by then: no episode is dropped). Setting ``halt``
-    starts no further episode while letting the running ones finish.
+    every episode is dispatched through it: the device waits at its staleness gate, the newest
+    published version is swapped into the server between episodes, and the episode's
+    transitions are reported when it ends (whatever its staleness by then: no episode is
+    dropped). Setting ``halt`` starts no further episode while letting the running ones finish.
     """
     stats = CollectStats()
     out: dict[str, list[Episode]] = {e.device.serial: [] for e in envs}

@@ -25,6 +25,7 @@ from distrl_tasks.runners.collector import collect_async
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy
 from distrl_tasks.tasks.expert_skills import same_text
+from distrl_tasks.tasks.farm import running_farm
 from distrl_tasks.tasks.parse import parse_goal
 
 
@@ -178,8 +179,6 @@ def evaluate_on_farm(
         if adb_address is not None:
             host, port = adb_address
         else:
-            from distrl_tasks.tasks.farm import running_farm
-
             farm = stack.enter_context(
                 running_farm(
                     min(n_devices, len(goals)),

@@ -178,14 +178,16 @@ def run(
     demo_cfg = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, expert_mistake_rate=rate))
     collected = collect.run(
         demo_cfg,
-        round=0,
-        policy="scripted",
-        out_dir=out / "demos",
-        mode="async",
-        episodes_per_device=episodes_per_device,
-        split="train",
-        progress=progress,
-        dynamics=cfg.sim.dynamics.bootstrap_profile,  # live: the world the policy will act in
+        collect.CollectRequest(
+            round=0,
+            policy="scripted",
+            out_dir=out / "demos",
+            mode="async",
+            episodes_per_device=episodes_per_device,
+            split="train",
+            progress=progress,
+            dynamics=cfg.sim.dynamics.bootstrap_profile,
+        ),
     )
     table = read_shards(out / "demos").select(list(DEMO_COLUMNS))
     demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)

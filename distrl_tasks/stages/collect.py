@@ -14,13 +14,13 @@ manifest is written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
@@ -28,6 +28,7 @@ from distrl_tasks.config import Config
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
+from distrl_tasks.envs.emulator import console_command
 from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.collector import (
@@ -40,24 +41,13 @@ from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.journal import EpisodeJournal, journal_dir
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
 from distrl_tasks.stages import curriculum, modes
-from distrl_tasks.stages.common import labeled_dir, raw_dir
+from distrl_tasks.stages.common import checkout, labeled_dir, raw_dir, registry
+from distrl_tasks.tasks.farm import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
 
 def manifest_path(out_dir: str | os.PathLike, round_: int, worker: int) -> Path:
     return Path(out_dir) / f"collect-r{round_:06d}-w{worker:02d}.json"
-
-
-def sample_goals(
-    goals: list[str],
-    serials: list[str],
-    episodes: int,
-    seed: str,
-    probabilities: np.ndarray | None = None,
-) -> dict[str, list[str]]:
-    """``episodes`` goals per device, drawn with a seeded RNG (same seed -> same plan);
-    weighted by ``probabilities`` (the curriculum, :mod:`.curriculum`) when given."""
-    return curriculum.plan_goals(goals, serials, episodes, seed, probabilities)
 
 
 def _policy(cfg: Config, policy: object, seed: int) -> object:
@@ -74,7 +64,6 @@ def _policy(cfg: Config, policy: object, seed: int) -> object:
 
 def behavior_policy(cfg: Config, workdir: str | os.PathLike) -> tuple[object, int]:
     """The registry's ``behavior`` policy and its policy version (what actors run)."""
-    from distrl_tasks.stages.common import checkout, registry
 
     reg = registry(cfg, workdir)
     info = reg.alias_version("behavior")
@@ -91,7 +80,6 @@ def behavior_policy(cfg: Config, workdir: str | os.PathLike) -> tuple[object, in
 
 def _snapshot_loader(cfg: Config, serial: str):
     """Reset for an emulator: load the clean snapshot over its console (``emulator-<port>``)."""
-    from distrl_tasks.envs.emulator import console_command
 
     port = int(serial.rsplit("-", 1)[1])
     return lambda: console_command(port, f"avd snapshot load {cfg.env.avd_snapshot}")
@@ -128,152 +116,114 @@ def _reuse(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def run(
-    cfg: Config,
-    *,
-    round: int,
-    policy: object = None,
-    policy_version: int = 0,
-    out_dir: str | os.PathLike | None = None,
-    mode: str | None = None,
-    episodes_per_device: int | None = None,
-    split: str = "train",
-    adb_address: tuple[str, int] | None = None,
-    worker: int = 0,
-    workers: int = 1,
-    workdir: str | os.PathLike = ".",
-    adb_host: str | None = None,
-    adb_port: int | None = None,
-    max_batch: int | None = None,
-    max_wait_ms: float | None = None,
-    progress: bool = True,
-    dynamics: str | None = None,
-) -> dict[str, Any]:
-    """Collect one round and write its shards; returns a small manifest.
+@dataclass(frozen=True)
+class CollectRequest:
+    """What one collect run does; every field but ``round`` has a default from the config.
 
-    Args:
-        cfg: the configuration (devices, task set, horizons, evaluator, gamma).
+    Attributes:
         round: collection round (shard names and the ``round`` column).
+        worker: worker index (shard names; farm seed offset; which devices it drives).
+        workers: number of workers sharing the ADB server's devices: worker ``w`` drives the
+            ``w``-th contiguous block of ``orchestration.devices_per_worker`` devices.
+        split: ``train`` or ``test`` goals.
         policy: an ``AutoUIPolicy`` or collect-API policy, ``"scripted"``, ``"random"``, or None
             for the registry's ``behavior`` policy (its version is then recorded).
         policy_version: version recorded on every step (for a policy passed in).
-        out_dir: shard directory (default ``<data.root>/raw`` under ``workdir``).
         mode: ``"async"`` (DistRL) or ``"sync"`` (DigiRL); default from
             ``orchestration.asynchronous``.
         episodes_per_device: default ``orchestration.episodes_per_device``, or in round 0 (the
             offline phase, :mod:`distrl_tasks.stages.modes`)
             ``orchestration.offline_episodes_per_device``.
-        split: ``train`` or ``test`` goals.
-        adb_address: ``(host, port)`` of an ADB server to use instead of starting a sim farm.
-        worker: worker index (shard names; farm seed offset; which devices it drives).
-        workers: number of workers sharing the ADB server's devices: worker ``w`` drives the
-            ``w``-th contiguous block of ``orchestration.devices_per_worker`` devices.
-        workdir: project working directory (data, registry).
-        adb_host / adb_port: an ADB server to use (e.g. the farm stage's) instead of starting a
-            private simulator farm; same as ``adb_address``.
+        adb_address: ``(host, port)`` of an ADB server (e.g. the farm stage's) to use instead of
+            starting a private simulator farm (or, for emulators, ``env.adb_host:adb_port``).
+        out_dir: shard directory (default ``<data.root>/raw`` under the workdir).
         max_batch / max_wait_ms: inference server batching (async mode); default
             ``orchestration.inference_max_batch`` / ``inference_max_wait_ms``.
-        progress: show tqdm bars.
         dynamics: live-world profile of the private simulator farm (``static``, ``live``,
             ``hostile``); default ``sim.dynamics.profile`` (``live``: online collection runs in
             the live world). Ignored with an external ADB server (its farm has its own profile).
+        progress: show tqdm bars.
+    """
+
+    round: int
+    worker: int = 0
+    workers: int = 1
+    split: str = "train"
+    policy: object = None
+    policy_version: int = 0
+    mode: str | None = None
+    episodes_per_device: int | None = None
+    adb_address: tuple[str, int] | None = None
+    out_dir: str | os.PathLike | None = None
+    max_batch: int | None = None
+    max_wait_ms: float | None = None
+    dynamics: str | None = None
+    progress: bool = True
+
+    def resolved(self, cfg: Config) -> CollectRequest:
+        """This request with the config's defaults filled in; ValueError on a bad field."""
+        o = cfg.orchestration
+        mode = self.mode or ("async" if o.asynchronous else "sync")
+        if mode not in ("async", "sync"):
+            raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
+        episodes = self.episodes_per_device or modes.episodes_per_device(cfg, self.round)
+        if episodes < 1:
+            raise ValueError(f"episodes_per_device must be >= 1, got {episodes}")
+        if not 0 <= self.worker < self.workers:
+            raise ValueError(f"worker must be in [0, workers={self.workers}), got {self.worker}")
+        return dataclasses.replace(
+            self,
+            mode=mode,
+            episodes_per_device=episodes,
+            max_batch=o.inference_max_batch if self.max_batch is None else self.max_batch,
+            max_wait_ms=o.inference_max_wait_ms if self.max_wait_ms is None else self.max_wait_ms,
+            dynamics=self.dynamics or cfg.sim.dynamics.profile,
+        )
+
+
+def run(
+    cfg: Config, request: CollectRequest, *, workdir: str | os.PathLike = "."
+) -> dict[str, Any]:
+    """Collect one round and write its shards; returns a small manifest.
+
+    The steps, in order: fill in the request's defaults, return the finished manifest if there
+    is one, find the devices (starting a private farm if needed), plan the goals, pick the
+    acting policy, run the episodes (journaled as they end), write the shards and the manifest.
+
+    Args:
+        cfg: the configuration (devices, task set, horizons, evaluator, gamma).
+        request: what to collect (:class:`CollectRequest`).
+        workdir: project working directory (data, registry).
 
     Returns:
         ``shards``, ``trajectories``, ``steps``, ``success_rate``, ``steps_per_s``,
         ``failures`` and more (see :meth:`CollectStats.as_dict`), plus ``reused``.
     """
-    mode = mode or ("async" if cfg.orchestration.asynchronous else "sync")
-    if max_batch is None:
-        max_batch = cfg.orchestration.inference_max_batch
-    if max_wait_ms is None:
-        max_wait_ms = cfg.orchestration.inference_max_wait_ms
-    if mode not in ("async", "sync"):
-        raise ValueError(f"mode must be 'async' or 'sync', got {mode!r}")
-    episodes = episodes_per_device or modes.episodes_per_device(cfg, round)
-    if episodes < 1:
-        raise ValueError(f"episodes_per_device must be >= 1, got {episodes}")
-    if adb_host is not None and adb_port is not None:
-        adb_address = (adb_host, int(adb_port))
-    if not 0 <= worker < workers:
-        raise ValueError(f"worker must be in [0, workers={workers}), got {worker}")
-    out = Path(out_dir) if out_dir is not None else raw_dir(cfg, workdir)
-    mpath = manifest_path(out, round, worker)
+    req = request.resolved(cfg)
+    out = Path(req.out_dir) if req.out_dir is not None else raw_dir(cfg, workdir)
+    mpath = manifest_path(out, req.round, req.worker)
     reused = _reuse(mpath)
     if reused is not None:
         return reused
-    task_set = cfg.env.task_set
-    goals = load_goals(task_set, split, cfg.env.data_dir)
-    kind = cfg.env.device_kind
+    goals = load_goals(cfg.env.task_set, req.split, cfg.env.data_dir)
     with ExitStack() as stack:
-        if adb_address is not None:
-            host, port = adb_address
-        elif kind == "sim":
-            from distrl_tasks.tasks.farm import running_farm
-
-            farm = stack.enter_context(
-                running_farm(
-                    cfg.orchestration.devices_per_worker,
-                    seed=cfg.sim.seed + worker,
-                    sim_cfg=cfg.sim,
-                    dynamics=dynamics or cfg.sim.dynamics.profile,
-                )
-            )
-            host, port = farm.host, farm.port
-        else:
-            host, port = cfg.env.adb_host, cfg.env.adb_port
-        check_adb_server(host, port)
-        client = AdbClient(host, port)
-        serials = [d.serial for d in client.device_list()]
-        if not serials:
-            raise RuntimeError(f"no devices attached to the ADB server at {host}:{port}")
-        if adb_address is not None and workers > 1:
-            per = cfg.orchestration.devices_per_worker
-            serials = serials[worker * per : (worker + 1) * per]
-            if not serials:
-                raise RuntimeError(f"worker {worker} has no devices at {host}:{port}")
+        host, port, serials = _devices(cfg, req, stack)
         envs = open_envs(cfg, host, port, serials)
-        probs, curriculum_info = (
-            curriculum.curriculum_probabilities(cfg, goals, labeled_dir(cfg, workdir))
-            if split == "train"
-            else (None, {})
-        )
-        seed = f"{cfg.sim.seed}/{round}/{worker}/{split}"
-        plan = sample_goals(goals, serials, episodes, seed, probs)
-        oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and kind == "sim" else None
-        if policy is None:
-            policy, policy_version = behavior_policy(cfg, workdir)
-        pol = _policy(cfg, policy, seed=cfg.sim.seed + round)
+        plan, curriculum_info = _plan(cfg, req, goals, serials, workdir)
+        policy, policy_version = _acting_policy(cfg, req, workdir)
         dim, gamma = image_feature_dim(cfg.agent), cfg.algorithm.gamma
-        journal = EpisodeJournal(journal_dir(out, round, worker, split), round, dim, gamma)
-        planned = {
-            trajectory_id(round, serial, k): goal
-            for serial, planned_goals in plan.items()
-            for k, goal in enumerate(planned_goals)
-        }
-        common = dict(
-            round_=round,
-            split=split,
-            oracle=oracle,
-            gamma=gamma,
-            progress=progress,
-            on_episode=journal.record,
-            done=journal.load(planned),
+        journal = EpisodeJournal(
+            journal_dir(out, req.round, req.worker, req.split), req.round, dim, gamma
         )
-        if mode == "async":
-            with InferenceServer(
-                pol, policy_version, max_batch=max_batch, max_wait_ms=max_wait_ms
-            ) as server:
-                result = collect_async(envs, server, plan, **common)
-        else:
-            result = collect_sync(envs, pol, plan, policy_version=policy_version, **common)
-    shards = _write(result, out, round, worker, dim, gamma)
+        result = _run_episodes(cfg, req, envs, plan, policy, policy_version, journal)
+    shards = write_shards(result, out, req.round, req.worker, dim, gamma)
     manifest = {
-        "round": round,
-        "worker": worker,
-        "mode": mode,
+        "round": req.round,
+        "worker": req.worker,
+        "mode": req.mode,
         "policy_version": policy_version,
-        "task_set": task_set,
-        "split": split,
+        "task_set": cfg.env.task_set,
+        "split": req.split,
         "devices": serials,
         "shards": shards,
         **result.stats.as_dict(),
@@ -285,7 +235,93 @@ def run(
     return manifest
 
 
-def _write(
+def _devices(cfg: Config, req: CollectRequest, stack: ExitStack) -> tuple[str, int, list[str]]:
+    """The ADB server and the serials this worker drives (a private farm lives in ``stack``)."""
+    if req.adb_address is not None:
+        host, port = req.adb_address
+    elif cfg.env.device_kind == "sim":
+        farm = stack.enter_context(
+            running_farm(
+                cfg.orchestration.devices_per_worker,
+                seed=cfg.sim.seed + req.worker,
+                sim_cfg=cfg.sim,
+                dynamics=req.dynamics or cfg.sim.dynamics.profile,
+            )
+        )
+        host, port = farm.host, farm.port
+    else:
+        host, port = cfg.env.adb_host, cfg.env.adb_port
+    check_adb_server(host, port)
+    serials = [d.serial for d in AdbClient(host, port).device_list()]
+    if not serials:
+        raise RuntimeError(f"no devices attached to the ADB server at {host}:{port}")
+    if req.adb_address is not None and req.workers > 1:  # a shared server: this worker's block
+        per = cfg.orchestration.devices_per_worker
+        serials = serials[req.worker * per : (req.worker + 1) * per]
+        if not serials:
+            raise RuntimeError(f"worker {req.worker} has no devices at {host}:{port}")
+    return host, int(port), serials
+
+
+def _plan(
+    cfg: Config, req: CollectRequest, goals: list[str], serials: list[str], workdir
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """Goals per device (seeded; weighted by the curriculum on the train split)."""
+    probs, curriculum_info = (
+        curriculum.curriculum_probabilities(cfg, goals, labeled_dir(cfg, workdir))
+        if req.split == "train"
+        else (None, {})
+    )
+    seed = f"{cfg.sim.seed}/{req.round}/{req.worker}/{req.split}"
+    assert req.episodes_per_device is not None  # resolved
+    plan = curriculum.plan_goals(goals, serials, req.episodes_per_device, seed, probs)
+    return plan, curriculum_info
+
+
+def _acting_policy(cfg: Config, req: CollectRequest, workdir) -> tuple[object, int]:
+    """The policy the devices run and the version recorded on its steps."""
+    policy, version = req.policy, req.policy_version
+    if policy is None:
+        policy, version = behavior_policy(cfg, workdir)
+    return _policy(cfg, policy, seed=cfg.sim.seed + req.round), version
+
+
+def _run_episodes(
+    cfg: Config,
+    req: CollectRequest,
+    envs: list[AndroidEnv],
+    plan: dict[str, list[str]],
+    policy: object,
+    policy_version: int,
+    journal: EpisodeJournal,
+) -> CollectResult:
+    """Every planned episode, minus those an earlier attempt journaled (taken as they are)."""
+    sim = cfg.env.device_kind == "sim"
+    oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
+    planned = {
+        trajectory_id(req.round, serial, k): goal
+        for serial, planned_goals in plan.items()
+        for k, goal in enumerate(planned_goals)
+    }
+    common = dict(
+        round_=req.round,
+        split=req.split,
+        oracle=oracle,
+        gamma=cfg.algorithm.gamma,
+        progress=req.progress,
+        on_episode=journal.record,
+        done=journal.load(planned),
+    )
+    if req.mode == "async":
+        assert req.max_batch is not None and req.max_wait_ms is not None  # resolved
+        with InferenceServer(
+            policy, policy_version, max_batch=req.max_batch, max_wait_ms=req.max_wait_ms
+        ) as server:
+            return collect_async(envs, server, plan, **common)
+    return collect_sync(envs, policy, plan, policy_version=policy_version, **common)
+
+
+def write_shards(
     result: CollectResult, out: Path, round_: int, worker: int, dim: int, gamma: float
 ) -> list[str]:
     paths = []

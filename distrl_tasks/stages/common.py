@@ -78,13 +78,13 @@ def write_manifest(
 
 
 def tracker(cfg: Config, workdir: str | os.PathLike):
-    from distrl_tasks.tracking.runs import Tracker
+    from distrl_tasks.tracking.runs import Tracker  # lazy: mlflow + pyarrow
 
     return Tracker.from_config(cfg, root=workdir)
 
 
 def registry(cfg: Config, workdir: str | os.PathLike):
-    from distrl_tasks.tracking.registry import ModelRegistry
+    from distrl_tasks.tracking.registry import ModelRegistry  # lazy: mlflow + pyarrow
 
     return ModelRegistry(tracker(cfg, workdir), cfg.tracking.model_name)
 

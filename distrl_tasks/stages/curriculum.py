@@ -52,7 +52,7 @@ def goal_outcomes(
     labeled_dir: str | os.PathLike, window_rounds: int
 ) -> tuple[dict[str, int], dict[str, int]]:
     """``(attempts, successes)`` per goal over the newest ``window_rounds`` labeled rounds."""
-    from distrl_tasks.data.shards import read_verified, verify_shards
+    from distrl_tasks.data.shards import read_verified, verify_shards  # lazy: pandas
 
     shards = verify_shards(labeled_dir).shards
     rounds = sorted({r for s in shards for r in s.rounds})[-window_rounds:]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config, ConfigError
 from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.evaluation import (
@@ -25,6 +26,8 @@ from distrl_tasks.runners.evaluation import (
 )
 from distrl_tasks.runners.policies import ModelPolicy, RandomPolicy, ScriptedPolicy
 from distrl_tasks.sim.dynamics.catalog import parse_profile
+from distrl_tasks.stages.common import checkout, registry
+from distrl_tasks.stages.evaluate import decode_budget
 from distrl_tasks.tasks.base import GENERAL, GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
 from distrl_tasks.tasks.taskset import load_goals
@@ -61,8 +64,6 @@ def resolve_policy(cfg: Config, ref: str, workdir: str | os.PathLike, seed: int)
     Raises:
         ValueError: REF is none of the accepted kinds (the message lists them).
     """
-    from distrl_tasks.agents.policy import build_policy
-    from distrl_tasks.stages.evaluate import decode_budget
 
     if ref == "expert":
         return ScriptedPolicy(mistake_rate=0.0, seed=seed)
@@ -83,7 +84,6 @@ def _registry_checkpoint(
     cfg: Config, ref: str, workdir: str | os.PathLike
 ) -> contextlib.AbstractContextManager[Path]:
     """The registry version or alias REF names, checked out (held while the block loads it)."""
-    from distrl_tasks.stages.common import checkout, registry
 
     reg = registry(cfg, workdir)
     if ref.isdigit():

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config
+from distrl_tasks.envs.adb_device import AdbClient
+from distrl_tasks.envs.emulator import Emulator
 
 RECORD = Path("runs") / "farm.json"
 LOG = Path("runs") / "farm.log"
@@ -62,8 +64,6 @@ def _listening(host: str, port: int) -> bool:
 def _serials(host: str, port: int) -> list[str] | None:
     """The serials an ADB server lists, or None if nothing answers there."""
     import adbutils
-
-    from distrl_tasks.envs.adb_device import AdbClient  # never starts an adb daemon itself
 
     if not _listening(host, port):
         return None
@@ -197,7 +197,6 @@ def _reap(pid: int) -> None:
 
 def _start_emulators(cfg: Config, workdir: str | os.PathLike) -> dict[str, Any]:
     """Boot ``orchestration.devices_per_worker`` copies of ``env.avd`` (read-only instances)."""
-    from distrl_tasks.envs.emulator import Emulator
 
     path = _record_path(workdir)
     if path.is_file():

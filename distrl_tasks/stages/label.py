@@ -52,7 +52,7 @@ def _relabel(traj: pa.Table, success: bool, evaluator: str, gamma: float) -> lis
 
 
 def _evaluator(cfg: Config, api_key: str | None):
-    from distrl_tasks.evaluators.gemini import GeminiEvaluator
+    from distrl_tasks.evaluators.gemini import GeminiEvaluator  # lazy: google-genai
 
     return GeminiEvaluator.from_config(cfg, api_key=api_key)
 

@@ -102,14 +102,16 @@ def record_demos(cfg: Config, work: Path, progress: bool) -> tuple[list[Demo], d
             episodes = pc.pretrain_webshop_episodes_per_device
         out = collect.run(
             set_cfg,
-            round=0,
-            policy="scripted",
-            out_dir=work / "demos" / task_set,
-            mode="async",
-            episodes_per_device=episodes,
-            split="train",
-            progress=progress,
-            dynamics=cfg.sim.dynamics.bootstrap_profile,  # recorded in the card's corpus
+            collect.CollectRequest(
+                round=0,
+                policy="scripted",
+                out_dir=work / "demos" / task_set,
+                mode="async",
+                episodes_per_device=episodes,
+                split="train",
+                progress=progress,
+                dynamics=cfg.sim.dynamics.bootstrap_profile,
+            ),
         )
         table = read_shards(work / "demos" / task_set).select(list(DEMO_COLUMNS))
         set_demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def _replay(cfg: Config, workdir: str | os.PathLike):
-    from distrl_tasks.data.replay import ReplayBuffer
+    from distrl_tasks.data.replay import ReplayBuffer  # lazy: pyarrow + pandas
 
     return ReplayBuffer.from_shards(
         common.labeled_dir(cfg, workdir),
@@ -112,7 +112,7 @@ def run(
     done = common.read_manifest(workdir, round, "train")
     if done is not None:
         return {**done, "reused": True}
-    from distrl_tasks.algorithms import train_state as ts
+    from distrl_tasks.algorithms import train_state as ts  # lazy: torch
 
     actor_steps, critic_steps = modes.train_steps(cfg, round)
     replay = _replay(cfg, workdir)
@@ -188,10 +188,14 @@ def open_learner(
     """
     import torch
 
-    from distrl_tasks.agents.policy import build_policy
-    from distrl_tasks.algorithms import train_state as ts
-    from distrl_tasks.algorithms.factory import build_algorithm
-    from distrl_tasks.algorithms.learner import Learner
+    from distrl_tasks.agents.policy import build_policy  # lazy: torch + transformers
+    from distrl_tasks.algorithms import train_state as ts  # lazy: torch
+    from distrl_tasks.algorithms.factory import (
+        build_algorithm,  # lazy: torch + pyarrow
+    )
+    from distrl_tasks.algorithms.learner import (
+        Learner,  # lazy: torch + pyarrow
+    )
 
     start_version = 0
     if latest is None:

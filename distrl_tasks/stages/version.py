@@ -36,7 +36,10 @@ def _has_git_identity(workdir: Path) -> bool:
 
 def run(cfg: Config, *, round: int, workdir: str | os.PathLike = ".") -> dict[str, Any]:
     """Version ``data.root`` with DVC; returns ``{"data_version": hash, ...}``."""
-    from distrl_tasks.data.versioning import ensure_repo, version_directory
+    from distrl_tasks.data.versioning import (
+        ensure_repo,
+        version_directory,
+    )  # lazy: pyarrow + pandas
 
     done = common.read_manifest(workdir, round, "version")
     if done is not None:

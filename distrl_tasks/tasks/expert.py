@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from distrl_tasks.envs.adb_device import AdbClient, check_adb_server
 from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.driver import AdbDriver, Driver
@@ -162,8 +163,6 @@ def run_expert(
         RuntimeError: the device rejected the task or the check printed no JSON.
     """
     import json
-
-    from distrl_tasks.envs.adb_device import AdbClient, check_adb_server
 
     task = parse_goal(goal)
     check_adb_server(host, port)

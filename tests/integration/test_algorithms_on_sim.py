@@ -50,7 +50,9 @@ def collected(tmp_path_factory) -> tuple[list[dict], object]:
             "agent": {"max_new_tokens": 160, "constrained_decoding": False},
         }
     )
-    collect.run(cfg, round=1, workdir=workdir, policy="scripted", progress=False)
+    collect.run(
+        cfg, collect.CollectRequest(round=1, policy="scripted", progress=False), workdir=workdir
+    )
     label.run(cfg, round=1, workdir=workdir)
     rows = read_shards(common.labeled_dir(cfg, workdir)).to_pylist()
     behaviour = build_policy(cfg.agent, seed=0)

@@ -37,8 +37,9 @@ import json, sys
 from distrl_tasks.config import config_from_dict
 from distrl_tasks.stages import collect
 cfg = config_from_dict(json.loads(sys.argv[1]))
-collect.run(cfg, round=1, policy="scripted", mode=sys.argv[3], episodes_per_device=int(sys.argv[4]),
-            workdir=sys.argv[2], progress=False)
+request = collect.CollectRequest(round=1, policy="scripted", mode=sys.argv[3],
+                                 episodes_per_device=int(sys.argv[4]), progress=False)
+collect.run(cfg, request, workdir=sys.argv[2])
 """
 
 
@@ -75,12 +76,10 @@ def test_retry_after_sigkill_keeps_every_finished_trajectory_exactly_once(mode, 
     torch.set_num_threads(1)
     manifest = collect.run(
         cfg,
-        round=1,
-        policy="scripted",
-        mode=mode,
-        episodes_per_device=EPISODES,
+        collect.CollectRequest(
+            round=1, policy="scripted", mode=mode, episodes_per_device=EPISODES, progress=False
+        ),
         workdir=tmp_path,
-        progress=False,
     )
     assert manifest["resumed"] == len(before)
     assert manifest["trajectories"] == 2 * EPISODES

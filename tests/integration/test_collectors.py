@@ -61,13 +61,15 @@ def test_async_stage_with_scripted_policy_writes_valid_idempotent_shards(tmp_pat
     cfg = small_cfg(devices=2)
     m = collect.run(
         cfg,
-        round=3,
-        policy="scripted",
-        out_dir=tmp_path,
-        mode="async",
-        episodes_per_device=2,
-        policy_version=7,
-        progress=False,
+        collect.CollectRequest(
+            round=3,
+            policy="scripted",
+            out_dir=tmp_path,
+            mode="async",
+            episodes_per_device=2,
+            policy_version=7,
+            progress=False,
+        ),
     )
     assert m["trajectories"] == 4 and m["failures"] == 0 and m["success_rate"] == 1.0
     assert len(m["shards"]) == 2 and not m["reused"]
@@ -82,12 +84,14 @@ def test_async_stage_with_scripted_policy_writes_valid_idempotent_shards(tmp_pat
     before = {p: pq.read_metadata(p).num_rows for p in m["shards"]}
     again = collect.run(
         cfg,
-        round=3,
-        policy="scripted",
-        out_dir=tmp_path,
-        mode="async",
-        episodes_per_device=2,
-        progress=False,
+        collect.CollectRequest(
+            round=3,
+            policy="scripted",
+            out_dir=tmp_path,
+            mode="async",
+            episodes_per_device=2,
+            progress=False,
+        ),
     )
     assert again["reused"] and again["shards"] == m["shards"]
     assert {p: pq.read_metadata(p).num_rows for p in m["shards"]} == before
@@ -97,12 +101,14 @@ def test_async_stage_with_scripted_policy_writes_valid_idempotent_shards(tmp_pat
 def test_sync_stage_with_random_policy_labels_failures_with_exact_log_probs(tmp_path) -> None:
     m = collect.run(
         small_cfg(devices=2, horizon=4),
-        round=1,
-        policy="random",
-        out_dir=tmp_path,
-        mode="sync",
-        episodes_per_device=2,
-        progress=False,
+        collect.CollectRequest(
+            round=1,
+            policy="random",
+            out_dir=tmp_path,
+            mode="sync",
+            episodes_per_device=2,
+            progress=False,
+        ),
     )
     df = read_df(m["shards"])
     assert m["trajectories"] == 4 == df["trajectory_id"].nunique()

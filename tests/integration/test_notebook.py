@@ -88,7 +88,9 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         None, {"orchestration.devices_per_worker": 2, "orchestration.episodes_per_device": 2}
     )
     for rnd, policy in ((1, "scripted"), (2, "random")):
-        collect.run(cfg, round=rnd, policy=policy, workdir=workdir, progress=False)
+        collect.run(
+            cfg, collect.CollectRequest(round=rnd, policy=policy, progress=False), workdir=workdir
+        )
         label.run(cfg, round=rnd, workdir=workdir)
     _gemini_labels(cfg, workdir, workdir / "gemini-labels")
     return workdir

@@ -129,11 +129,10 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
         assert farm.start(cfg, workdir=project) == record  # idempotent: the same farm
         c = collect.run(
             cfg,
-            round=1,
+            collect.CollectRequest(
+                round=1, progress=False, adb_address=(record["host"], record["port"])
+            ),
             workdir=project,
-            adb_host=record["host"],
-            adb_port=record["port"],
-            progress=False,
         )
     finally:
         assert farm.stop(cfg, workdir=project) == {"stopped": True}
@@ -211,10 +210,10 @@ def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:
     )
     first = register_initial_policy(cfg, project)
     record = farm.start(cfg, workdir=project)
-    address = {"adb_host": record["host"], "adb_port": record["port"], "progress": False}
+    address = {"adb_address": (record["host"], record["port"]), "progress": False}
 
     def round_(r: int) -> tuple[dict, dict]:
-        c = collect.run(cfg, round=r, workdir=project, **address)
+        c = collect.run(cfg, collect.CollectRequest(round=r, **address), workdir=project)
         label.run(cfg, round=r, workdir=project)
         ver = version.run(cfg, round=r, workdir=project)
         tr = train.run(cfg, round=r, data_version=ver["data_version"], workdir=project)
@@ -259,7 +258,9 @@ def test_gemini_labeling_retries_and_never_counts_missing_verdicts_as_failures(
     project, monkeypatch
 ) -> None:
     cfg = tiny_cfg()
-    c = collect.run(cfg, round=1, policy="scripted", workdir=project, progress=False)
+    c = collect.run(
+        cfg, collect.CollectRequest(round=1, policy="scripted", progress=False), workdir=project
+    )
     assert c["trajectories"] == 2
     with FakeGemini(api_key=KEY) as fake:
         gem = tiny_cfg(

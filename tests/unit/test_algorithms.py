@@ -20,13 +20,13 @@ from distrl_tasks.agents.policy import Observation, build_policy
 from distrl_tasks.algorithms.base import (
     Algorithm,
     LossOutput,
-    build_algorithm,
     score_actor_rows,
     score_steps,
 )
 from distrl_tasks.algorithms.batch import batch_from_trajectories
 from distrl_tasks.algorithms.digirl import DigiRL
 from distrl_tasks.algorithms.distrl import DistRL, actor_loss
+from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.filtered_bc import FilteredBC
 from distrl_tasks.config import AgentConfig, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer

@@ -13,7 +13,7 @@ from PIL import Image
 from distrl_tasks.config import CurriculumConfig, config_from_dict
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.stages import curriculum
-from distrl_tasks.stages.collect import sample_goals
+from distrl_tasks.stages.curriculum import plan_goals as sample_goals
 
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
 DIM = 4

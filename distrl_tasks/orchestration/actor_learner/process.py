@@ -33,6 +33,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from distrl_tasks.agents.checkpoint import load_weights_bytes, weights_to_bytes
+from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config, config_from_dict
 from distrl_tasks.orchestration.actor_learner import learner as round_learner
 from distrl_tasks.orchestration.actor_learner.board import VersionBoard
@@ -113,8 +115,6 @@ class _PipeBoard(VersionBoard):
         self._channel.send({"kind": "updates", "n": int(n)})
 
     def publish(self, policy: Any, version: int) -> None:
-        from distrl_tasks.agents.checkpoint import weights_to_bytes
-
         weights = weights_to_bytes(policy.model)
         self._channel.send({"kind": "version", "version": int(version)}, weights)
 
@@ -188,8 +188,6 @@ class LearnerProcess:
 
         import torch
 
-        from distrl_tasks.agents.policy import build_policy
-
         ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads
         ours, theirs = ctx.Pipe(duplex=True)
         spec = {
@@ -240,7 +238,6 @@ class LearnerProcess:
 
     def attach(self, board: Any) -> None:
         """Apply the learner's updates and versions to ``board`` as they arrive."""
-        from distrl_tasks.agents.checkpoint import load_weights_bytes
 
         template = round_learner.frozen_copy(self.policy)
 

@@ -74,7 +74,7 @@ def continuous_round(
     goals = load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
     serials = list(record.get("serials") or [])[: o.workers * o.devices_per_worker]
     probs, _ = curriculum.curriculum_probabilities(cfg, goals, common.labeled_dir(cfg, workdir))
-    plan = collect.sample_goals(
+    plan = curriculum.plan_goals(
         goals, serials, episodes_per_device, f"{cfg.sim.seed}/{round_}/0/train", probs
     )
     envs = collect.open_envs(cfg, record["host"], int(record["port"]), serials)
@@ -83,7 +83,7 @@ def continuous_round(
     oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
 
     remote = cl = learner = None
-    if c.learner_process:  # no interpreter lock shared with the actors (learner_process.py)
+    if c.learner_process:  # no interpreter lock shared with the actors (actor_learner.process)
         remote = LearnerProcess(cfg, workdir, round_)
         policy, version = remote.policy, remote.version
     else:
@@ -189,7 +189,7 @@ def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
 
 def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> RoundResult:
     """Shards, labels, evaluation and registration of the round (``final``: the export)."""
-    shards = collect._write(
+    shards = collect.write_shards(
         result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
     )
     manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from distrl_tasks.sim.app import make_action
+from distrl_tasks.sim.app import make_action, parse_action
 from distrl_tasks.sim.ui import SCREEN_W, Node, Style
 from distrl_tasks.sim.web import PRODUCT_ID, RESULT_ID, SITE_SEARCH_ID
+from distrl_tasks.sim.web.shops import product_action, product_at
 
 AD_URL = "https://www.googleadservices.com/pagead/aclk"
 SPONSORED = "Sponsored"
@@ -134,8 +135,6 @@ def _results_top(body: list[Node]) -> int | None:
 
 
 def _query_of(action: str) -> str:
-    from distrl_tasks.sim.app import parse_action
-
     return parse_action(action.removeprefix("open:"))[1].get("query", "")
 
 
@@ -160,7 +159,6 @@ def reorder_results(body: list[Node]) -> list[Node]:
 def shop_sponsored(body: list[Node], site: str, query: str, *, misleading: bool) -> list[Node]:
     """A sponsored product row above the first result. Misleading: it shows the first result's
     title but opens another product; both are marked "Ad"/"Sponsored" only by a small label."""
-    from distrl_tasks.sim.web.shops import product_action, product_at
 
     first = next((n for n in body if n.resource_id == PRODUCT_ID), None)
     if first is None:

@@ -22,6 +22,7 @@ from distrl_tasks.sim.dynamics.catalog import BY_NAME, NAMES, parse_profile, pro
 from distrl_tasks.sim.dynamics.overlays import Overlay
 from distrl_tasks.sim.screen_tree import header_bottom
 from distrl_tasks.sim.ui import hit_test
+from distrl_tasks.sim.web.shops import SHOPS
 
 NEWS_HOSTS = ("cnn.com", "bbc.com", "reuters.com", "apnews.com", "nytimes.com", "npr.org")
 LOAD_FRAMES = 2  # observations (screencap or uiautomator dump) a slow page shows its spinner
@@ -169,8 +170,6 @@ class Dynamics:
             self.queue.append(overlays.permission_dialog(label, "notifications"))
 
     def _on_web_page(self, page: Any) -> None:
-        from distrl_tasks.sim.web.shops import SHOPS
-
         site = page.get("site")
         host = page.get("url").split("://", 1)[-1].removeprefix("www.").split("/", 1)[0]
         if site in SHOPS or host in NEWS_HOSTS:
@@ -365,6 +364,4 @@ class Dynamics:
 
 
 def _shops() -> Mapping[str, Any]:
-    from distrl_tasks.sim.web.shops import SHOPS
-
     return SHOPS
