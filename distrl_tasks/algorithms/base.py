@@ -5,7 +5,7 @@ The learner loop (``algorithms/learner.py``) is algorithm-agnostic: per round it
 :meth:`Algorithm.sample` and :meth:`Algorithm.loss`, and backpropagates ``LossOutput.loss``
 through the optimizer it built from :meth:`Algorithm.param_groups`. Modes (offline / online /
 off2on) are not the algorithm's concern: the offline phase is round 0, with its own dataset and
-step counts (:mod:`distrl_tasks.stages.modes`). What differs between algorithms is declared
+step counts (:mod:`distrl_tasks.config.modes`). What differs between algorithms is declared
 by the algorithm (see :attr:`Algorithm.name` and each module's docstring).
 
 Metric names are namespaced: ``losses/...`` for loss terms, ``train/...`` for diagnostics.

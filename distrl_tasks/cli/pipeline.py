@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.cli.common import add_config_flags, config_path
-from distrl_tasks.config import Config, ConfigError, load_config
-from distrl_tasks.stages import modes
+from distrl_tasks.config import Config, ConfigError, load_config, modes
 
 STAGES = ("bootstrap", "collect", "label", "version", "train", "evaluate", "register")
 

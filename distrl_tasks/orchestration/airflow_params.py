@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.config import Config, ConfigError, load_config, parse_override
-from distrl_tasks.stages import modes
+from distrl_tasks.config import Config, ConfigError, load_config, modes, parse_override
 
 WORKDIR_ENV = "DISTRL_WORKDIR"
 ENV_OVERRIDE_PREFIX = "DISTRL_SET_"  # DISTRL_SET_<NAME>=section.key=value (docker/compose.yaml)

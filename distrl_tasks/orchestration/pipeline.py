@@ -3,7 +3,7 @@
 Each round is collect → label → version → train → evaluate → register, every step one call of a
 stage (the same functions Airflow tasks and `dvc repro` call), so a round started here lands in
 the same MLflow registry and DVC remote as one started anywhere else. With an offline phase
-(``algorithm.mode`` off2on or offline, :mod:`distrl_tasks.stages.modes`) round 0 runs first,
+(``algorithm.mode`` off2on or offline, :mod:`distrl_tasks.config.modes`) round 0 runs first,
 always synchronously: the bootstrap policy's offline dataset, then critics and actor trained on it.
 
 Synchronous mode (DigiRL) runs the steps in sequence: the devices idle while the learner works.
@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from distrl_tasks.config import Config
+from distrl_tasks.config import Config, modes
 from distrl_tasks.orchestration.round_results import (
     RoundResult,
     format_rounds,  # noqa: F401
@@ -140,7 +140,7 @@ def run_rounds(
 ) -> list[RoundResult]:
     """Bootstrap if needed, then the offline phase if the mode has one, then the online rounds.
 
-    ``algorithm.mode`` (:mod:`distrl_tasks.stages.modes`): ``off2on`` runs round 0 (the
+    ``algorithm.mode`` (:mod:`distrl_tasks.config.modes`): ``off2on`` runs round 0 (the
     offline phase, always synchronous) and then ``rounds`` online rounds; ``online`` only the online
     rounds; ``offline`` only round 0. Rounds already finished (their stage manifests exist) are
     returned without redoing work.
@@ -167,11 +167,7 @@ def run_rounds(
     from distrl_tasks.orchestration.actor_learner import (
         round as continuous,  # lazy: torch + pyarrow
     )
-    from distrl_tasks.stages import (  # lazy: torch + mlflow
-        bootstrap,
-        farm,
-        modes,
-    )
+    from distrl_tasks.stages import bootstrap, farm  # lazy: torch + mlflow
 
     n = rounds if rounds is not None else cfg.orchestration.rounds
     if n < 1:

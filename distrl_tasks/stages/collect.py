@@ -24,7 +24,7 @@ from typing import Any
 
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
-from distrl_tasks.config import Config
+from distrl_tasks.config import Config, modes
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
@@ -40,7 +40,7 @@ from distrl_tasks.runners.collector import (
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.journal import EpisodeJournal, journal_dir
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
-from distrl_tasks.stages import curriculum, modes
+from distrl_tasks.stages import curriculum
 from distrl_tasks.stages.common import checkout, labeled_dir, raw_dir, registry
 from distrl_tasks.tasks.farm import running_farm
 from distrl_tasks.tasks.taskset import load_goals
@@ -132,7 +132,7 @@ class CollectRequest:
         mode: ``"async"`` (DistRL) or ``"sync"`` (DigiRL); default from
             ``orchestration.asynchronous``.
         episodes_per_device: default ``orchestration.episodes_per_device``, or in round 0 (the
-            offline phase, :mod:`distrl_tasks.stages.modes`)
+            offline phase, :mod:`distrl_tasks.config.modes`)
             ``orchestration.offline_episodes_per_device``.
         adb_address: ``(host, port)`` of an ADB server (e.g. the farm stage's) to use instead of
             starting a private simulator farm (or, for emulators, ``env.adb_host:adb_port``).

@@ -5,7 +5,7 @@ carries over from round to round, so critics keep learning and a resumed round m
 update an uninterrupted one would. The very first round starts from the ``behavior`` policy in
 the registry (the SFT bootstrap). The round's policy is exported as a plain safetensors
 checkpoint in ``runs/checkpoints/r<round>`` for evaluation and registration. Round 0 is the
-offline phase (:mod:`distrl_tasks.stages.modes`): more critic-only steps first, then the
+offline phase (:mod:`distrl_tasks.config.modes`): more critic-only steps first, then the
 actor.
 
 Multi-process training (``accelerate launch -m distrl_tasks.cli train --round N``, CPU gloo or
@@ -21,9 +21,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from distrl_tasks.config import Config
+from distrl_tasks.config import Config, modes
 from distrl_tasks.protocol.files import atomic_directory
-from distrl_tasks.stages import common, modes
+from distrl_tasks.stages import common
 
 if TYPE_CHECKING:
     from distrl_tasks.algorithms.learner import Learner

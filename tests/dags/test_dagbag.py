@@ -82,7 +82,7 @@ def test_round_dag_graph(dagbag: DagBag) -> None:
         "label": {"collect"},
         "version": {"label"},
         "train": {"version"},
-        "evaluate": {"train", "start_farm"},
+        "evaluate": {"version", "train", "start_farm"},  # the round comes with the data
         "stop_farm": {"start_farm", "evaluate"},
         "register": {"train", "version", "evaluate"},
         "plan_next_round": {"register"},

@@ -19,7 +19,7 @@ among the newest ``data.replay_window_rounds`` rounds.
 
 from __future__ import annotations
 
-from distrl_tasks.config import Config
+from distrl_tasks.config.loader import Config
 
 OFFLINE_ROUND = 0
 
