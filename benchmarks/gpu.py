@@ -240,7 +240,13 @@ def vlm(device: torch.device, *, tiny: bool, steps: int) -> list[dict[str, Any]]
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     torch.manual_seed(0)
     _reset_peak(device)
-    model = Qwen2_5_VLForConditionalGeneration(cfg).to(device=device, dtype=dtype)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # built in place, in its dtype: no fp32 copy on the host
+    try:
+        with device:
+            model = Qwen2_5_VLForConditionalGeneration(cfg)
+    finally:
+        torch.set_default_dtype(default)
     total = sum(p.numel() for p in model.parameters())
     lora = LoraConfig(
         r=16,
@@ -267,8 +273,8 @@ def vlm(device: torch.device, *, tiny: bool, steps: int) -> list[dict[str, Any]]
     results.append(
         {
             "model": "qwen2.5-vl-tiny" if tiny else "qwen2.5-vl-3b-sized",
-            "params_b": round(total / 1e9, 3),
-            "lora_trainable_m": round(sum(p.numel() for p in trainable) / 1e6, 1),
+            "params_b": round(total / 1e9, 6 if tiny else 3),
+            "lora_trainable_m": round(sum(p.numel() for p in trainable) / 1e6, 4),
             "batch": f"{train_batch}x{seq} tokens",
             "precision": "bf16" if device.type == "cuda" else "fp32",
             "optimizer_steps_per_s": round(1 / per_step, 3),

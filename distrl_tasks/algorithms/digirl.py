@@ -175,7 +175,8 @@ class DigiRL:
                 batch.features.reshape(-1, dim),
                 batch.next_features.reshape(-1, dim),
             ).reshape(batch.batch_size, batch.length)
-        return logits, torch.where(batch.dones.to(nxt.device), 0.0, nxt)
+        # float32 whatever the autocast dtype: the advantages are computed in float32
+        return logits, torch.where(batch.dones.to(nxt.device), 0.0, nxt.float())
 
     def _critic_losses(
         self, batch: Batch, logits: torch.Tensor
@@ -214,7 +215,7 @@ class DigiRL:
         mask = batch.mask.to(device)
         step_loss, instr_loss, r_final = self._critic_losses(batch, logits)
 
-        values = torch.sigmoid(logits.detach()).min(dim=1).values.reshape(b, t)
+        values = torch.sigmoid(logits.detach().float()).min(dim=1).values.reshape(b, t)
         actor_mask = mask & batch.actor_rows.to(device).unsqueeze(1)
         adv = F.step_advantage(
             values,

@@ -430,13 +430,18 @@ def evaluate_critic(critic: StepCritic, batch: Batch, gamma: float) -> Evaluated
     logits = critic(
         batch.prompts, batch.prev_features.reshape(-1, dim), batch.features.reshape(-1, dim)
     )
-    values = torch.sigmoid(logits.detach()).min(dim=1).values.reshape(b, t)
+    # float32 whatever the autocast dtype: the Retrace targets are computed in float32
+    values = torch.sigmoid(logits.detach().float()).min(dim=1).values.reshape(b, t)
     with torch.no_grad():
-        next_values = critic.values(
-            batch.next_prompts,
-            batch.features.reshape(-1, dim),
-            batch.next_features.reshape(-1, dim),
-        ).reshape(b, t)
+        next_values = (
+            critic.values(
+                batch.next_prompts,
+                batch.features.reshape(-1, dim),
+                batch.next_features.reshape(-1, dim),
+            )
+            .float()
+            .reshape(b, t)
+        )
     last = (batch.mask.sum(dim=1) - 1).clamp(min=0).to(device)
     bootstrap = next_values.gather(1, last.unsqueeze(1)).squeeze(1)
     rewards = (batch.rewards + batch.penalties).to(device)

@@ -14,6 +14,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 from PIL import Image
 
 from distrl_tasks.agents.policy import Observation, build_policy
@@ -28,6 +30,7 @@ from distrl_tasks.algorithms.digirl import DigiRL
 from distrl_tasks.algorithms.distrl import DistRL, actor_loss
 from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.filtered_bc import FilteredBC
+from distrl_tasks.algorithms.learner import Learner
 from distrl_tasks.config import AgentConfig, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.schema import table_from_rows
@@ -499,3 +502,26 @@ def test_filter_algorithms_need_prepare_round_first(policy):
         algo = build_algorithm(config_from_dict({"algorithm": {"name": name}}), policy)
         with pytest.raises(ValueError, match="prepare_round"):
             algo.sample(replay, 1, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("name", ["distrl", "digirl", "filtered_bc"])
+def test_every_algorithm_updates_under_bf16_autocast(policy, tmp_path, name):
+    # the critics' bf16 outputs once met float32 log-probs in the Retrace / advantage math,
+    # which refuses mixed dtypes: every algorithm must run a real update under autocast
+    rows = []
+    for i in range(4):
+        rows += trajectory(f"g{i}", [GOOD, GOOD], [0.0, 1.0], seed=i)
+        rows += trajectory(f"f{i}", [GOOD, GOOD], [0.0, 0.0], seed=10 + i)
+    AcceleratorState._reset_state(reset_partial_state=True)
+    try:
+        acc = Accelerator(mixed_precision="bf16", cpu=True)
+        cfg = config_from_dict({"algorithm": {"name": name, "batch_size": 4}})
+        learner = Learner(cfg, build_algorithm(cfg, policy), accelerator=acc, out_dir=tmp_path)
+        before = [p.detach().clone() for p in policy.model.parameters()]
+        metrics = learner.train_round(make_replay(rows), steps=1)
+        losses = {k: v for k, v in metrics.items() if k.startswith("losses/")}
+        assert losses and all(math.isfinite(v) for v in losses.values())
+        after = list(policy.model.parameters())
+        assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)
