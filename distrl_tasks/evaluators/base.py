@@ -8,12 +8,44 @@ something unparseable) and must be retried later, never counted as a failure.
 from __future__ import annotations
 
 import asyncio
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from tqdm.auto import tqdm
+
+from distrl_tasks.config import ConfigError
+
+API_KEY_ENV = "GEMINI_API_KEY"  # where the Gemini key is read from, first
+GEMINI_CONNECTION = "gemini_default"  # the Airflow connection whose password is the key
+
+
+class MissingApiKeyError(ConfigError):
+    """Labeling needs a Gemini API key and none was found (a configuration error)."""
+
+
+def require_labeling_key(cfg: Any, api_key: str | None = None) -> None:
+    """Fail before any work when ``evaluator.kind`` is gemini and there is no key to label with.
+
+    Args:
+        cfg: the project config.
+        api_key: a key found elsewhere (an Airflow connection); else ``GEMINI_API_KEY``.
+
+    Raises:
+        MissingApiKeyError: naming both places a key can come from.
+    """
+    if cfg.evaluator.kind != "gemini":
+        return
+    key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
+    if not key.strip():
+        raise MissingApiKeyError(
+            "evaluator.kind is 'gemini' but no Gemini API key was found: set "
+            f"{API_KEY_ENV} in the environment, or (under Airflow) define the connection "
+            f"'{GEMINI_CONNECTION}' with the key as its password"
+        )
+
 
 Status = Literal["success", "failure", "unlabeled"]
 STATUSES: tuple[str, ...] = ("success", "failure", "unlabeled")

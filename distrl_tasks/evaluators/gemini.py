@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from distrl_tasks.evaluators.base import Evaluator, Verdict, unlabeled
+from distrl_tasks.evaluators.base import (
+    API_KEY_ENV,
+    Evaluator,
+    MissingApiKeyError,
+    Verdict,
+    unlabeled,
+)
 from distrl_tasks.evaluators.gemini_cache import VerdictCache, cache_key
 from distrl_tasks.evaluators.gemini_client import (
     GENERATION_CONFIG,
@@ -37,12 +43,6 @@ if TYPE_CHECKING:
     from distrl_tasks.config import Config
 
 log = logging.getLogger(__name__)
-
-API_KEY_ENV = "GEMINI_API_KEY"
-
-
-class MissingApiKeyError(ValueError):
-    """No Gemini API key was given and ``GEMINI_API_KEY`` is unset."""
 
 
 class _Secret:

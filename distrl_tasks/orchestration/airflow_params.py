@@ -299,22 +299,22 @@ def newest_trajectories(extras: list[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-GEMINI_CONN_ID = "gemini_default"  # Airflow connection whose password is the Gemini API key
-
-
-def gemini_api_key(cfg: Any, conn_id: str = GEMINI_CONN_ID) -> str | None:
-    """The Gemini key from an Airflow connection, when labeling needs one and the environment
-    has none (``GEMINI_API_KEY`` wins). Call inside a task; returns None when not applicable.
-    The key is only passed on to the evaluator, never logged or returned in XCom.
+def gemini_api_key(cfg: Any, conn_id: str | None = None) -> str | None:
+    """The Gemini key from an Airflow connection (default
+    :data:`~distrl_tasks.evaluators.base.GEMINI_CONNECTION`), when labeling needs one and the
+    environment has none (``GEMINI_API_KEY`` wins). Call inside a task; returns None when not
+    applicable. The key is only passed on to the evaluator, never logged or returned in XCom.
     """
     import os
 
-    if cfg.evaluator.kind != "gemini" or os.environ.get("GEMINI_API_KEY"):
+    from distrl_tasks.evaluators.base import API_KEY_ENV, GEMINI_CONNECTION  # inside the task
+
+    if cfg.evaluator.kind != "gemini" or os.environ.get(API_KEY_ENV):
         return None
     from airflow.sdk import Connection
 
     try:
-        conn = Connection.get(conn_id)
+        conn = Connection.get(conn_id or GEMINI_CONNECTION)
     except Exception:  # not defined: the evaluator then reports the missing key clearly
         return None
     return (conn.password or "") or None

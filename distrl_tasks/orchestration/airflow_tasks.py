@@ -48,12 +48,21 @@ def run_config(
     with ``round`` resolved (an empty one is the mode's first round).
 
     Called inside tasks only: it reads the task's context and ``params.yaml``.
+
+    Raises:
+        AirflowFailException: a bad key or value in the run's conf or ``params.yaml``: the task
+            fails at once, without retries (a retry cannot fix a configuration).
     """
+    from airflow.sdk.exceptions import AirflowFailException
+
     if params is None:
         params = dict(get_current_context()["params"])
     root = workdir(repo_root)
-    cfg = load_run_config(params, root)
-    return cfg, root, resolve_round(params, cfg)
+    try:
+        cfg = load_run_config(params, root)
+        return cfg, root, resolve_round(params, cfg)
+    except ValueError as exc:  # ConfigError is a ValueError
+        raise AirflowFailException(f"bad configuration, not retried: {exc}") from exc
 
 
 def collection(repo_root: Path) -> tuple[Any, Any]:
@@ -66,9 +75,17 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
     @setup
     @task(queue=DEVICES)
     def start_farm() -> dict[str, Any]:
+        """Checks what a retry cannot fix (the conf, the labeling key), then starts the farm."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from distrl_tasks.evaluators.base import MissingApiKeyError, require_labeling_key
         from distrl_tasks.stages import farm  # inside the task: parsing the DAG imports no stage
 
         cfg, root, _ = run_config(repo_root)
+        try:
+            require_labeling_key(cfg, gemini_api_key(cfg))
+        except MissingApiKeyError as exc:
+            raise AirflowFailException(str(exc)) from exc
         return farm.start(cfg, workdir=root)
 
     @task(queue=DEVICES)

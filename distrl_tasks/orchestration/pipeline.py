@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from distrl_tasks.config import Config, modes
+from distrl_tasks.evaluators.base import require_labeling_key
 from distrl_tasks.orchestration.round_results import (
     RoundResult,
     format_rounds,  # noqa: F401
@@ -176,6 +177,7 @@ def run_rounds(
         raise ValueError(f"budget_s must be > 0, got {budget_s}")
     first = modes.first_round(cfg) if first_round is None else first_round
     modes.check_round(cfg, first)
+    require_labeling_key(cfg)  # before any work: a round labeled by Gemini needs its key
     bootstrap.run(cfg, workdir=workdir)
     results: list[RoundResult] = []
     record = farm.start(cfg, workdir=workdir, owner_pid=os.getpid())

@@ -55,6 +55,12 @@ from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.registry import ModelRegistry
 
 BOOTSTRAP_DIR = Path("runs") / "bootstrap"
+# Who labels the expert's demonstrations on the simulator, whatever ``evaluator.kind`` says: the
+# oracle, which reads the simulator's own state. The labels only pick which demonstrations are
+# cloned (the expert's successes); asking Gemini about a scripted expert on a simulator whose
+# truth is known would cost requests and add nothing. The RL rounds' labels come from the
+# configured evaluator. The manifest records it as ``demo_labels``.
+DEMO_LABELS = "oracle"
 
 
 def initial_policy(
@@ -176,6 +182,10 @@ def run(
     episodes_per_device = episodes_per_device or ag.sft_episodes_per_device
     tokenizer = tokenizer or ag.sft_tokenizer
     demo_cfg = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, expert_mistake_rate=rate))
+    if cfg.env.device_kind == "sim":  # the demos' labels: see DEMO_LABELS
+        demo_cfg = dataclasses.replace(
+            demo_cfg, evaluator=dataclasses.replace(cfg.evaluator, kind="oracle")
+        )
     collected = collect.run(
         demo_cfg,
         collect.CollectRequest(
@@ -257,6 +267,7 @@ def run(
         "sft_final_loss": result.losses[-1] if result.losses else None,
         "sft_wall_s": result.wall_s,
         "demo_wall_s": collected["wall_s"],
+        "demo_labels": DEMO_LABELS if cfg.env.device_kind == "sim" else cfg.evaluator.kind,
         "eval_wall_s": {s: e["wall_s"] for s, e in evals.items()},
         "wall_s": time.perf_counter() - started,
         "threads": threads or len(os.sched_getaffinity(0)),

@@ -382,3 +382,29 @@ def test_actor_round_feeds_the_learner_through_the_asset(airflow: AirflowDeploym
     assert states["trigger_next_round"] == "skipped" and states["stop_farm"] == "success"
     actor_runs = airflow.request("GET", "/api/v2/dags/distrl_actor/dagRuns")["dag_runs"]
     assert [r["dag_run_id"] for r in actor_runs] == ["actor_round2"]
+
+
+def test_a_misspelled_conf_key_fails_the_first_task_at_once(airflow: AirflowDeployment) -> None:
+    # Airflow's Params accept keys they do not declare, so the first task refuses them: at once,
+    # without retries (a retry cannot fix a configuration), naming the key in its log
+    run_id = "api_typo"
+    started = time.monotonic()
+    airflow.request(
+        "POST",
+        f"/api/v2/dags/{DAG_ID}/dagRuns",
+        {"dag_run_id": run_id, "logical_date": None, "conf": {"devcies_per_worker": 2}},
+    )
+    state = airflow.wait_until(
+        "the misconfigured run to end",
+        lambda: (s := airflow.run_state(run_id)) in ("success", "failed") and s,
+        RUN_TIMEOUT_S,
+    )
+    elapsed = time.monotonic() - started
+    assert state == "failed"
+    tis = airflow.request("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances")
+    by_id = {t["task_id"]: t for t in tis["task_instances"]}
+    start = by_id["start_farm"]
+    assert start["state"] == "failed" and start["try_number"] == 1  # no retry
+    assert by_id["collect"]["state"] in ("upstream_failed", None)
+    assert "devcies_per_worker" in airflow.task_log_tails(DAG_ID, run_id, tis)
+    assert elapsed < 60, f"a config error took {elapsed:.0f}s to fail the run (retries?)"

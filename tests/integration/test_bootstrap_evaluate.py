@@ -239,8 +239,12 @@ def test_bootstrap_starts_from_the_shipped_base_by_default(tmp_path) -> None:
     assert policy.tokenizer.path.parent == SHIPPED_DIR
 
 
-def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(tmp_path) -> None:
+@pytest.mark.parametrize("evaluator", ["oracle", "gemini"])
+def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(tmp_path, evaluator) -> None:
     cfg = small_cfg(devices=2, horizon=5)  # room for the expert's web searches (3 steps)
+    # with Gemini configured the demos are still the simulator oracle's to label (no key is
+    # needed, no request is made): bootstrap.DEMO_LABELS
+    cfg = dataclasses.replace(cfg, evaluator=dataclasses.replace(cfg.evaluator, kind=evaluator))
     m = bootstrap.run(
         cfg,
         workdir=tmp_path,
@@ -250,6 +254,7 @@ def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(tmp_path) -> None:
         threads=1,
     )
     assert not m["skipped"] and m["sft_steps"] == 2 and m["demos"] >= 1
+    assert m["demo_labels"] == "oracle"
     assert set(m["sft_success"]) == {"test"} and 0.0 <= m["sft_success"]["test"] <= 1.0
     registry = ModelRegistry.from_config(cfg, root=tmp_path)
     behavior = registry.alias_version(BEHAVIOR)
