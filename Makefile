@@ -6,7 +6,7 @@ BIN     := $(VENV)/bin
 TORCH   := torch==2.13.0
 PYTEST_ARGS ?= --durations=20  # the slowest tests, printed after every run
 
-.PHONY: install install-dev system-deps demo airflow cluster cluster-down cluster-status test lint format bench clean
+.PHONY: install install-dev system-deps demo repro repro-pretrain airflow cluster cluster-down cluster-status test lint format bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,14 @@ system-deps:
 ## demo: the main job on the embedded default (simulator farm, scripted expert)
 demo: install
 	$(BIN)/distrl demo
+
+## repro: one round as a DVC pipeline (dvc.yaml), with the virtualenv on PATH for its stages
+repro: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+
+## repro-pretrain: rebuild the base policy through DVC (pretrain/dvc.yaml; about 30 minutes)
+repro-pretrain: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro pretrain/dvc.yaml
 
 ## airflow: the Airflow UI on this machine (127.0.0.1:8080, user admin, password file printed)
 airflow: install
