@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from transformers import T5Config
 
@@ -135,10 +135,13 @@ def read_weights(files: list[Path], prefix: str = "") -> dict[str, torch.Tensor]
     """Tensors of safetensors ``files``; with ``prefix``, only those names, prefix removed."""
     state: dict[str, torch.Tensor] = {}
     for file in files:
-        with safe_open(str(file), framework="pt") as f:
-            for name in f.keys():  # noqa: SIM118 - safe_open handles have no __iter__
-                if name.startswith(prefix):
-                    state[name[len(prefix) :]] = f.get_tensor(name)
+        try:
+            with safe_open(str(file), framework="pt") as f:
+                for name in f.keys():  # noqa: SIM118 - safe_open handles have no __iter__
+                    if name.startswith(prefix):
+                        state[name[len(prefix) :]] = f.get_tensor(name)
+        except (SafetensorError, OSError) as exc:  # truncated, overwritten, not safetensors
+            raise CheckpointError(f"{file}: unreadable safetensors file ({exc})") from exc
     return state
 
 

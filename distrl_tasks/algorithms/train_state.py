@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, load_model, save_file, save_model
 
 from distrl_tasks.protocol.files import atomic_write_text, read_json_object
@@ -158,7 +159,10 @@ def load_module(module: torch.nn.Module, path: Path) -> None:
     """Load weights saved by :func:`save_module` into ``module`` (strict)."""
     if not path.is_file():
         raise TrainStateError(f"checkpoint file missing: {path}")
-    missing, unexpected = load_model(module, str(path), strict=False)
+    try:
+        missing, unexpected = load_model(module, str(path), strict=False)
+    except (SafetensorError, OSError) as exc:  # truncated, overwritten, not safetensors
+        raise TrainStateError(f"{path}: unreadable safetensors file ({exc})") from exc
     if missing or unexpected:
         raise TrainStateError(
             f"{path}: weights do not fit the module: missing {sorted(missing)[:5]}, "
@@ -175,7 +179,10 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
     """Inverse of :func:`save_tensors`."""
     if not path.is_file():
         raise TrainStateError(f"checkpoint file missing: {path}")
-    return load_file(str(path))
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError) as exc:  # truncated, overwritten, not safetensors
+        raise TrainStateError(f"{path}: unreadable safetensors file ({exc})") from exc
 
 
 def save_priorities(priorities: Mapping[str, float], path: Path) -> None:

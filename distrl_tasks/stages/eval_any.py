@@ -31,6 +31,7 @@ from distrl_tasks.stages.evaluate import decode_budget
 from distrl_tasks.tasks.base import GENERAL, GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
 from distrl_tasks.tasks.taskset import load_goals
+from distrl_tasks.tracking.stores import local_store_file
 
 
 def read_goal_file(path: str | os.PathLike) -> list[str]:
@@ -73,11 +74,32 @@ def resolve_policy(cfg: Config, ref: str, workdir: str | os.PathLike, seed: int)
     if path.is_dir():
         policy = build_policy(cfg.agent, checkpoint_dir=path, seed=seed)
     else:
+        _check_registry_ref(cfg, ref, workdir)  # before anything is created in workdir
         with _registry_checkpoint(cfg, ref, workdir) as path:
             policy = build_policy(cfg.agent, checkpoint_dir=path, seed=seed)
     policy.model.eval()
     policy.max_new_tokens = decode_budget(policy)
     return ModelPolicy(policy, greedy=True, seed=seed)
+
+
+def _check_registry_ref(cfg: Config, ref: str, workdir: str | os.PathLike) -> None:
+    """Refuse a REF that can only be a typo before the registry (and its store) is opened.
+
+    Raises:
+        ValueError: REF looks like a path that does not exist, ``workdir`` does not exist, or
+            the local registry store it would be looked up in was never created.
+    """
+    kinds = "a checkpoint directory, 'expert', 'random', a registry version or an alias"
+    if os.sep in ref or ref.startswith("."):
+        raise ValueError(f"--policy {ref!r}: no such checkpoint directory (expected {kinds})")
+    if not Path(workdir).is_dir():
+        raise ValueError(f"--workdir {str(workdir)!r}: no such directory")
+    store = local_store_file(cfg.tracking.tracking_uri, workdir)
+    if store is not None and not store.is_file():
+        raise ValueError(
+            f"--policy {ref!r} is not {kinds} of an existing registry: there is no registry "
+            f"at {store} (run `distrl bootstrap` or `distrl round` with this --workdir first)"
+        )
 
 
 def _registry_checkpoint(

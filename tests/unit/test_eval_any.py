@@ -37,6 +37,19 @@ def test_unknown_ref_is_explained(tmp_path: Path) -> None:
         eval_any.resolve_policy(Config(), "no-such-alias", tmp_path, 0)
 
 
+def test_a_mistyped_policy_or_workdir_creates_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    with pytest.raises(ValueError, match="there is no registry at"):
+        eval_any.resolve_policy(Config(), "champion", project, 0)
+    with pytest.raises(ValueError, match="no such checkpoint directory"):
+        eval_any.resolve_policy(Config(), "./runs/ckpt-typo", project, 0)
+    with pytest.raises(ValueError, match="--workdir .*no such directory"):
+        eval_any.resolve_policy(Config(), "champion", tmp_path / "projcet", 0)
+    assert list(project.iterdir()) == []  # no MLflow store, no runs/ directory
+    assert not (tmp_path / "projcet").exists()
+
+
 def test_episode_rows_follow_the_contract() -> None:
     rows = eval_any.episode_rows(
         [

@@ -326,6 +326,16 @@ def test_resume_rejects_mismatched_checkpoints(tmp_path: Path) -> None:
         lrn.load_checkpoint(path)
 
 
+def test_a_truncated_state_file_is_named_in_the_error(tmp_path: Path) -> None:
+    lrn = learner(tmp_path)
+    path = lrn.save_checkpoint()
+    optimizer = path / "optimizer.safetensors"
+    optimizer.write_bytes(optimizer.read_bytes()[:20])
+    with pytest.raises(TrainStateError, match="unreadable safetensors file") as err:
+        lrn.load_checkpoint(path)
+    assert str(optimizer) in str(err.value)
+
+
 def test_bad_arguments_are_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="divisible"):
         learner(tmp_path, cfg=config(batch_size=3), grad_accum_steps=2)

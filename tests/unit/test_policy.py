@@ -213,6 +213,16 @@ def test_build_policy_errors(tmp_path: Path) -> None:
         build_policy(AgentConfig(checkpoint_dir=str(tmp_path / "ck16")))
 
 
+def test_a_truncated_weights_file_is_named_in_the_error(tmp_path: Path) -> None:
+    policy = build_policy(AgentConfig(), seed=0)
+    policy.save(tmp_path / "ck")
+    weights = tmp_path / "ck" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # a copy cut short
+    with pytest.raises(ValueError, match="unreadable safetensors file") as err:
+        build_policy(AgentConfig(checkpoint_dir=str(tmp_path / "ck")))
+    assert str(weights) in str(err.value)
+
+
 def test_build_policy_warns_when_a_tap_does_not_fit_the_budget(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
