@@ -6,7 +6,7 @@ BIN     := $(VENV)/bin
 TORCH   := torch==2.13.0
 PYTEST_ARGS ?= --durations=20  # the slowest tests, printed after every run
 
-.PHONY: install install-dev system-deps demo repro repro-pretrain airflow cluster cluster-down cluster-status test lint format bench clean
+.PHONY: install install-dev system-deps demo repro repro-pretrain notebook airflow cluster cluster-down cluster-status test lint format bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -50,6 +50,11 @@ repro: install
 ## repro-pretrain: rebuild the base policy through DVC (pretrain/dvc.yaml; about 30 minutes)
 repro-pretrain: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro pretrain/dvc.yaml
+
+## notebook: install Jupyter (the `notebook` extra) and open notebooks/ (DISTRL_WORKDIR=run dir)
+notebook: install
+	$(BIN)/pip install -q "$(TORCH)" -e ".[ml,pipeline,cluster,notebook]"
+	$(BIN)/jupyter lab notebooks/
 
 ## airflow: the Airflow UI on this machine (127.0.0.1:8080, user admin, password file printed)
 airflow: install

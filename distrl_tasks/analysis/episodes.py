@@ -356,6 +356,24 @@ def learning_curves(metrics: pd.DataFrame, keys: Sequence[str] | None = None) ->
     return wanted.pivot_table(index="step", columns="key", values="value", aggfunc="last")
 
 
+def panel_grid(
+    n: int, columns: int = 4, panel: tuple[float, float] = (3.6, 2.6)
+) -> tuple[Any, list]:
+    """A figure of ``n`` panels in rows of at most ``columns`` (a screen's width), unused ones
+    hidden; returns ``(figure, axes)`` with ``len(axes) == n``."""
+    import matplotlib.pyplot as plt  # lazy: matplotlib
+
+    if n < 1:
+        raise ValueError(f"panel_grid: need at least one panel, got {n}")
+    cols = min(columns, n)
+    rows = -(-n // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(panel[0] * cols, panel[1] * rows), squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
 def plot_learning_curves(axes: Sequence[Any], curves: pd.DataFrame) -> list[Any]:
     """One small line plot per metric (column of :func:`learning_curves`), on ``axes``."""
     if len(axes) < curves.shape[1]:

@@ -271,7 +271,7 @@ def run_demo(
         f"  MLflow UI:  .venv/bin/mlflow ui --backend-store-uri sqlite:///{workdir}/runs/mlflow.db\n"
         f"  registry:   .venv/bin/distrl registry compare --workdir {workdir}\n"
         f"  notebook:   DISTRL_WORKDIR={workdir} .venv/bin/jupyter lab notebooks/"
-        "trajectory_analysis.ipynb  (pip install jupyterlab)\n"
+        "trajectory_analysis.ipynb  (`make notebook` installs Jupyter)\n"
         f"  Airflow UI: see README, 'Airflow' (the DAGs run the same stages)"
     )
     return code

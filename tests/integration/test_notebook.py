@@ -17,6 +17,7 @@ import pytest
 import torch
 from fakes.gemini_server import FakeGemini, Reply, failure, success
 from nbclient import NotebookClient
+from PIL import Image
 
 from distrl_tasks.analysis import episodes as A
 from distrl_tasks.config import Config, load_config
@@ -128,6 +129,13 @@ def test_notebook_runs_headless_on_a_tiny_run(
             "learning_curves",
         ]
     )
+
+    # every figure fits a screen: no 8000-pixel strip of twenty panels in one row
+    for png in (tmp_path / "figures").glob("*.png"):
+        with Image.open(png) as image:
+            width, height = image.size
+        assert 150 <= width <= 2000 and 100 <= height <= 2400, (png.name, image.size)
+        assert width / height <= 6, (png.name, image.size)
 
     # the success table: every family of the run, both rounds, scripted beats random
     eps = A.episodes(A.load_steps(tiny_run / "data/trajectories/labeled"))

@@ -296,3 +296,23 @@ def test_plots_draw_the_computed_numbers(tmp_path: Path) -> None:
     assert saved is not None and saved.stat().st_size > 1000
     assert A.save_figure(fig, "all", None) is None
     plt.close(fig)
+
+
+@pytest.mark.parametrize(("n", "rows", "cols"), [(1, 1, 1), (4, 1, 4), (5, 2, 4), (20, 5, 4)])
+def test_panel_grid_wraps_panels_into_rows_of_four(n, rows, cols) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = A.panel_grid(n)
+    try:
+        assert len(axes) == n and all(ax.get_visible() for ax in axes)
+        hidden = [ax for ax in fig.axes if not ax.get_visible()]
+        assert len(fig.axes) == rows * cols and len(hidden) == rows * cols - n
+        width, height = fig.get_size_inches()
+        assert width == pytest.approx(3.6 * cols) and height == pytest.approx(2.6 * rows)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="at least one panel"):
+        A.panel_grid(0)

@@ -44,7 +44,7 @@ def test_a_mistyped_policy_or_workdir_creates_nothing(tmp_path: Path) -> None:
         eval_any.resolve_policy(Config(), "champion", project, 0)
     with pytest.raises(ValueError, match="no such checkpoint directory"):
         eval_any.resolve_policy(Config(), "./runs/ckpt-typo", project, 0)
-    with pytest.raises(ValueError, match="--workdir .*no such directory"):
+    with pytest.raises(ValueError, match=r"--workdir .*no such directory"):
         eval_any.resolve_policy(Config(), "champion", tmp_path / "projcet", 0)
     assert list(project.iterdir()) == []  # no MLflow store, no runs/ directory
     assert not (tmp_path / "projcet").exists()
