@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,6 +304,15 @@ def _run_episodes(
         for serial, planned_goals in plan.items()
         for k, goal in enumerate(planned_goals)
     }
+    done = journal.load(planned)
+    if done:  # say what an earlier, interrupted attempt left (a resume is never silent)
+        print(
+            f"collect: round {req.round} worker {req.worker}: resuming an interrupted attempt, "
+            f"{len(done)} of {len(planned)} episodes kept from its journal, "
+            f"{len(planned) - len(done)} to collect",
+            file=sys.stderr,
+            flush=True,
+        )
     common = dict(
         round_=req.round,
         split=req.split,
@@ -310,7 +320,7 @@ def _run_episodes(
         gamma=cfg.algorithm.gamma,
         progress=req.progress,
         on_episode=journal.record,
-        done=journal.load(planned),
+        done=done,
     )
     if req.mode == "async":
         assert req.max_batch is not None and req.max_wait_ms is not None  # resolved

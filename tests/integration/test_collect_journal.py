@@ -51,7 +51,9 @@ def _journaled(directory: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])
-def test_retry_after_sigkill_keeps_every_finished_trajectory_exactly_once(mode, tmp_path) -> None:
+def test_retry_after_sigkill_keeps_every_finished_trajectory_exactly_once(
+    mode, tmp_path, capsys
+) -> None:
     cfg = config_from_dict(SETTINGS)
     journal = journal_dir(collect.raw_dir(cfg, tmp_path), 1, 0, "train")
     child = subprocess.Popen(
@@ -82,6 +84,8 @@ def test_retry_after_sigkill_keeps_every_finished_trajectory_exactly_once(mode, 
         workdir=tmp_path,
     )
     assert manifest["resumed"] == len(before)
+    said = capsys.readouterr().err
+    assert f"resuming an interrupted attempt, {len(before)} of {2 * EPISODES} episodes kept" in said
     assert manifest["trajectories"] == 2 * EPISODES
     steps = []
     first_started: dict[str, str] = {}
