@@ -16,9 +16,18 @@ NAME = "oracle"
 
 
 class OracleEvaluator:
-    """Labels an episode from the simulated device's own success predicate."""
+    """Labels an episode from the simulated device's own success predicate.
+
+    Args:
+        labels: whether its verdicts become the trajectories' labels. False makes it a
+            reference: the verdict of every episode is kept beside another evaluator's labels
+            (Gemini's) to measure their agreement, and the rows stay for that evaluator.
+    """
 
     name = NAME
+
+    def __init__(self, *, labels: bool = True) -> None:
+        self.labels = labels
 
     def judge_device(self, device: Device) -> Verdict:
         """Verdict for the task currently set on ``device`` (reward 1 success / 0 failure)."""

@@ -48,6 +48,8 @@ class Episode:
     device: str
     rows: list[dict] = field(default_factory=list)
     success: bool | None = None  # oracle verdict; None when unlabeled
+    # the oracle's verdict also when another evaluator labels (a reference for agreement)
+    oracle_success: bool | None = None
     error: str = ""  # device failure that ended it early
     reason: str = ""  # why it ended (env reason, or "error")
 
@@ -62,7 +64,8 @@ class EpisodeRunner:
     Args:
         env: the device's env.
         meta: round, task set, split and pinned policy version.
-        oracle: labels finished episodes (None: leave them unlabeled, e.g. for Gemini).
+        oracle: labels finished episodes (None: leave them unlabeled, e.g. for Gemini); one
+            made with ``labels=False`` only records its verdict (``Episode.oracle_success``).
         gamma: discount of ``mc_return``.
     """
 
@@ -128,7 +131,9 @@ class EpisodeRunner:
         elif self.oracle is not None:
             verdict = self.oracle.judge_device(self.env.device)
             if verdict.labeled:
-                status, evaluator, ep.success = "labeled", verdict.evaluator, verdict.reward == 1.0
+                ep.oracle_success = verdict.reward == 1.0
+                if self.oracle.labels:
+                    status, evaluator, ep.success = "labeled", verdict.evaluator, ep.oracle_success
         ep.rows = self._rows(ep, status, evaluator)
         return ep
 

@@ -231,6 +231,8 @@ def run(
         **curriculum_info,
         "reused": False,
     }
+    if cfg.evaluator.kind != "oracle" and cfg.env.device_kind == "sim":
+        manifest["oracle_verdicts"] = oracle_verdicts(result)
     atomic_write_json(mpath, manifest)
     journal.clear()  # the shards hold every journaled episode now
     return manifest
@@ -298,7 +300,9 @@ def _run_episodes(
 ) -> CollectResult:
     """Every planned episode, minus those an earlier attempt journaled (taken as they are)."""
     sim = cfg.env.device_kind == "sim"
-    oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
+    # on the simulator the oracle always judges: it labels, or (another evaluator configured)
+    # keeps its verdict as the reference the label stage measures that evaluator's agreement on
+    oracle = OracleEvaluator(labels=cfg.evaluator.kind == "oracle") if sim else None
     planned = {
         trajectory_id(req.round, serial, k): goal
         for serial, planned_goals in plan.items()
@@ -329,6 +333,18 @@ def _run_episodes(
         ) as server:
             return collect_async(envs, server, plan, **common)
     return collect_sync(envs, policy, plan, policy_version=policy_version, **common)
+
+
+def oracle_verdicts(result: CollectResult) -> dict[str, bool]:
+    """Trajectory id -> the simulator oracle's verdict, for the episodes it judged (the label
+    stage's reference when another evaluator labels; journaled episodes of an interrupted
+    attempt have none)."""
+    return {
+        ep.trajectory_id: ep.oracle_success
+        for episodes in result.episodes.values()
+        for ep in episodes
+        if ep is not None and ep.oracle_success is not None
+    }
 
 
 def write_shards(

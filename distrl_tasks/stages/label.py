@@ -13,7 +13,9 @@ under the same names, which is what replay reads.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from distrl_tasks.config import Config
 from distrl_tasks.data.schema import feature_dim_of, table_from_rows
 from distrl_tasks.data.shards import read_verified, verify_shards, write_shard
 from distrl_tasks.data.trajectories import discounted_returns, group_trajectories, observations
+from distrl_tasks.evaluators.agreement import AgreementReport, agreement
 from distrl_tasks.stages import common
 
 TRUNCATED_PREFIX = "truncated"
@@ -80,6 +83,7 @@ def run(
     out_dir = common.labeled_dir(cfg, workdir)
     judge = _evaluator(cfg, api_key) if cfg.evaluator.kind == "gemini" else None
     counts = {"labeled": 0, "unlabeled": 0, "unlabeled_retryable": 0, "successes": 0}
+    finals: dict[str, Any] = {}  # trajectory id -> its label (True/False, None: unlabeled)
     written: list[str] = []
     with common.stage_run(cfg, workdir, round, "label") as run_:
         for shard in shards:
@@ -106,6 +110,11 @@ def run(
                 else:
                     rows += traj.to_pylist()
                 last = rows[-1]
+                finals[tid] = (
+                    (last["trajectory_reward"] or 0) > 0
+                    if last["label_status"] == "labeled"
+                    else None
+                )
                 if last["label_status"] == "labeled":
                     counts["labeled"] += 1
                     counts["successes"] += int((last["trajectory_reward"] or 0) > 0)
@@ -133,6 +142,10 @@ def run(
             },
             step=round,
         )
+        report = _agreement_with_oracle(cfg, raw, round, finals)
+        if report is not None:
+            print(report.to_markdown(), file=sys.stderr, flush=True)
+            run_.log_metrics(_agreement_metrics(report), step=round)
     manifest = {
         "round": round,
         "evaluator": cfg.evaluator.kind,
@@ -141,4 +154,42 @@ def run(
         **counts,
         "reused": False,
     }
+    if report is not None:
+        manifest["agreement"] = {
+            "with": "oracle",
+            **_agreement_metrics(report),
+            "confusion": {f"{a}/{b}": n for (a, b), n in report.counts.items()},
+        }
     return common.write_manifest(workdir, round, "label", manifest)
+
+
+def _agreement_with_oracle(
+    cfg: Config, raw: Path, round_: int, finals: dict[str, Any]
+) -> AgreementReport | None:
+    """The configured evaluator's labels against the simulator oracle's verdicts of the same
+    trajectories (kept in the round's collect manifests), or None when there are none (the
+    oracle labeled, or no simulator)."""
+    if cfg.evaluator.kind == "oracle":
+        return None
+    reference: dict[str, bool] = {}
+    for path in sorted(raw.glob(f"collect-r{round_:06d}-w*.json")):
+        reference.update(json.loads(path.read_text()).get("oracle_verdicts", {}))
+    ids = [tid for tid in reference if tid in finals]
+    if not ids:
+        return None
+    return agreement(
+        [finals[t] for t in ids],
+        [reference[t] for t in ids],
+        name_a=cfg.evaluator.kind,
+        name_b="oracle",
+    )
+
+
+def _agreement_metrics(report: AgreementReport) -> dict[str, float]:
+    """Pairs compared, accuracy and Cohen's kappa (the last two only when defined)."""
+    metrics = {"label/agreement_compared": float(report.compared)}
+    if report.accuracy is not None:
+        metrics["label/agreement_accuracy"] = report.accuracy
+    if report.kappa is not None:
+        metrics["label/agreement_kappa"] = report.kappa
+    return metrics

@@ -149,3 +149,54 @@ def test_dag_test_runs_a_tiny_round_on_the_simulator(
     registered = _xcom(dr, "register")
     assert registered["behavior"] == registered["version"] == registered_policy + 1
     assert states[("trigger_next_round", -1)] == TaskInstanceState.SKIPPED  # rounds = 1
+
+
+@pytest.mark.slow
+def test_dag_test_runs_a_round_labeled_by_gemini(
+    round_dag, project: Path, registered_policy: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the real google-genai client against the fake server: a 429 and a 503 first (retried)
+    from fakes.gemini_server import FakeGemini, rate_limited, server_error
+
+    from distrl_tasks.config import load_config
+    from distrl_tasks.data.shards import read_shards
+    from distrl_tasks.stages import common
+
+    key = "dag-gemini-key"
+    monkeypatch.setenv("GEMINI_API_KEY", key)
+    with FakeGemini(api_key=key) as fake:  # every verdict a success
+        fake.script(rate_limited(0.2), server_error(503))
+        overrides = [
+            "evaluator.kind=gemini",
+            f"evaluator.base_url={fake.base_url}",
+            f"evaluator.cache_dir={project / 'gemini_cache'}",
+        ]
+        dr = round_dag.test(run_conf={"round": 1, "overrides": overrides})
+        served = len(fake.requests)
+    states = _states(dr)
+    assert dr.state == DagRunState.SUCCESS, states
+    label = _xcom(dr, "label")
+    assert label["labeled"] == 2 and label["successes"] == 2
+    assert label["agreement"]["with"] == "oracle"
+    assert label["agreement"]["label/agreement_compared"] == 2
+    assert served >= 2 + 2
+    cfg = load_config(project / "params.yaml")
+    finals = [r for r in read_shards(common.labeled_dir(cfg, project)).to_pylist() if r["done"]]
+    assert len(finals) == 2 and all(r["evaluator"].startswith("gemini") for r in finals)
+    registered = _xcom(dr, "register")
+    assert registered["version"] == registered_policy + 1
+
+
+def test_a_missing_gemini_key_fails_start_farm_once(
+    round_dag, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    dr = round_dag.test(run_conf={"round": 1, "overrides": ["evaluator.kind=gemini"]})
+    assert dr.state == DagRunState.FAILED
+    states = _states(dr)
+    assert states[("start_farm", -1)] == TaskInstanceState.FAILED
+    assert states[("bootstrap", -1)] == TaskInstanceState.UPSTREAM_FAILED
+    with create_session() as session:
+        (run,) = DagRun.find(dag_id=dr.dag_id, run_id=dr.run_id, session=session)
+        ti = run.get_task_instance("start_farm", session=session)
+        assert ti.try_number == 1  # not retried: a retry cannot supply a key
