@@ -187,9 +187,9 @@ def _agreement_with_oracle(
 
 def _agreement_metrics(report: AgreementReport) -> dict[str, float]:
     """Pairs compared, accuracy and Cohen's kappa (the last two only when defined)."""
-    metrics = {"label/agreement_compared": float(report.compared)}
+    metrics = {"rollout/agreement_compared": float(report.compared)}
     if report.accuracy is not None:
-        metrics["label/agreement_accuracy"] = report.accuracy
+        metrics["rollout/agreement_accuracy"] = report.accuracy
     if report.kappa is not None:
-        metrics["label/agreement_kappa"] = report.kappa
+        metrics["rollout/agreement_kappa"] = report.kappa
     return metrics

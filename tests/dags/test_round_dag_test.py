@@ -178,7 +178,7 @@ def test_dag_test_runs_a_round_labeled_by_gemini(
     label = _xcom(dr, "label")
     assert label["labeled"] == 2 and label["successes"] == 2
     assert label["agreement"]["with"] == "oracle"
-    assert label["agreement"]["label/agreement_compared"] == 2
+    assert label["agreement"]["rollout/agreement_compared"] == 2
     assert served >= 2 + 2
     cfg = load_config(project / "params.yaml")
     finals = [r for r in read_shards(common.labeled_dir(cfg, project)).to_pylist() if r["done"]]

@@ -101,7 +101,7 @@ def test_distrl_round_labeled_by_gemini_registers_a_version(tmp_path: Path) -> N
     label = common.read_manifest(project, 1, "label")
     assert label["labeled"] == 2 and label["evaluator"] == "gemini"
     agreement = label["agreement"]
-    assert agreement["with"] == "oracle" and agreement["label/agreement_compared"] == 2
+    assert agreement["with"] == "oracle" and agreement["rollout/agreement_compared"] == 2
     assert sum(agreement["confusion"].values()) == 2
     assert "Agreement: gemini vs oracle" in proc.stderr  # printed for the user
     registry = ModelRegistry.from_config(cfg, root=project)
