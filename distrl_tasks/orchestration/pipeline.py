@@ -41,6 +41,7 @@ import contextlib
 import os
 import queue
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -82,9 +83,22 @@ def _collect(cfg: Config, round_: int, workdir: str | os.PathLike, farm: dict | 
     )
 
     address = (farm["host"], farm["port"]) if farm else None
-    return collect.run(
+    manifest = collect.run(
         cfg, collect.CollectRequest(round=round_, adb_address=address), workdir=workdir
     )
+    _say_reused(round_, {"collect": manifest})
+    return manifest
+
+
+def _say_reused(round_: int, manifests: dict[str, dict | None]) -> None:
+    """Tell the user which stages of a resumed round were finished already (never silent)."""
+    reused = [name for name, m in manifests.items() if m and m.get("reused")]
+    if reused:
+        print(
+            f"round {round_}: reused from an earlier run: {', '.join(reused)}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _timed_collect(
@@ -119,6 +133,16 @@ def _learn(cfg: Config, result: RoundResult, workdir: str | os.PathLike) -> None
         data_version=data_version,
         evaluation=result.evaluate,
         workdir=workdir,
+    )
+    _say_reused(
+        r,
+        {
+            "label": result.label,
+            "version": result.version,
+            "train": result.train,
+            "evaluate": result.evaluate,
+            "register": result.register,
+        },
     )
 
 

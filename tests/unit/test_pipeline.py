@@ -346,3 +346,12 @@ def test_continuous_mode_runs_the_online_phase_as_one_continuous_round(
     assert collected == [(0, 4), (1, 12)]
     assert calls[-1] == ("stop", 0)
     assert not continuous.enabled(_cfg(False))  # synchronous runs keep their rounds
+
+
+def test_a_resumed_round_says_which_stages_it_reused(capsys) -> None:
+    from distrl_tasks.orchestration import pipeline
+
+    pipeline._say_reused(3, {"collect": {"reused": True}, "label": {"reused": False}, "x": None})
+    assert capsys.readouterr().err == "round 3: reused from an earlier run: collect\n"
+    pipeline._say_reused(3, {"train": {"reused": False}})
+    assert capsys.readouterr().err == ""  # nothing reused: nothing said
