@@ -13,7 +13,25 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from distrl_tasks.sim.apps import GENERIC, LAUNCHER
+from distrl_tasks.sim.apps import (
+    CALCULATOR,
+    CALENDAR,
+    CAMERA,
+    CHROME,
+    CLOCK,
+    CONTACTS,
+    FILES,
+    GENERIC,
+    GMAIL,
+    LAUNCHER,
+    MAPS,
+    MESSAGES,
+    MUSIC,
+    PHOTOS,
+    PLAY_STORE,
+    SETTINGS,
+    YOUTUBE,
+)
 
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone
@@ -55,14 +73,69 @@ def installed_packages(phone: Phone) -> dict[str, tuple[str, bool]]:
 
 
 def front_package(phone: Phone) -> str:
-    front = phone.front
-    if front.package == GENERIC:
-        return package_for_label(getattr(front, "showing", "") or "app")
-    return front.package
+    return front_package_of(phone, phone.front)
+
+
+def front_package_of(phone: Phone, app) -> str:
+    """The package name ``app`` has to Android tools (the generic app shows another's)."""
+    if app.package == GENERIC:
+        return package_for_label(getattr(app, "showing", "") or "app")
+    return app.package
+
+
+# Each simulated app's launcher activity as an Android 13 emulator names it (``dumpsys``,
+# ``am stack list``, ``am start -n``); other apps have ``.MainActivity``.
+LAUNCH_ACTIVITIES = {
+    LAUNCHER: "com.google.android.apps.nexuslauncher.NexusLauncherActivity",
+    CHROME: "com.google.android.apps.chrome.Main",
+    PLAY_STORE: "com.google.android.finsky.activities.MainActivity",
+    YOUTUBE: "com.google.android.apps.youtube.app.watchwhile.WatchWhileActivity",
+    GMAIL: "com.google.android.gm.ConversationListActivityGmail",
+    MAPS: "com.google.android.maps.MapsActivity",
+    CLOCK: "com.android.deskclock.DeskClock",
+    CALENDAR: "com.android.calendar.AllInOneActivity",
+    CONTACTS: "com.android.contacts.activities.PeopleActivity",
+    CALCULATOR: "com.android.calculator2.Calculator",
+    SETTINGS: "com.android.settings.Settings",
+    MESSAGES: "com.google.android.apps.messaging.ui.ConversationListActivity",
+    CAMERA: "com.android.camera.CameraLauncher",
+    PHOTOS: "com.google.android.apps.photos.home.HomeActivity",
+    FILES: "com.android.documentsui.LauncherActivity",
+    MUSIC: "com.google.android.apps.youtube.music.activities.MusicActivity",
+}
 
 
 def activity_of(package: str) -> str:
-    return ".NexusLauncherActivity" if package == LAUNCHER else ".MainActivity"
+    """The package's launcher activity, shortened to ``.Name`` when it lies in the package."""
+    full = LAUNCH_ACTIVITIES.get(package, f"{package}.MainActivity")
+    return full[len(package) :] if full.startswith(package + ".") else full
+
+
+def has_activity(package: str, activity: str) -> bool:
+    """Whether ``am start -n package/activity`` names an activity the package has (its launcher
+    activity, written in full or as ``.Name`` relative to the package)."""
+    full = activity if not activity.startswith(".") else package + activity
+    return full == LAUNCH_ACTIVITIES.get(package, f"{package}.MainActivity")
+
+
+def package_for_uri(uri: str) -> str | None:
+    """The app a VIEW intent's data URI resolves to, as Android's defaults resolve it."""
+    scheme = uri.split(":", 1)[0].lower() if ":" in uri else ""
+    if scheme in ("http", "https"):
+        return CHROME
+    if scheme == "content" and "contacts" in uri:
+        return CONTACTS
+    if scheme in ("tel", "sms", "smsto"):
+        return MESSAGES if scheme.startswith("sms") else CONTACTS
+    if scheme == "mailto":
+        return GMAIL
+    if scheme in ("geo", "google.navigation"):
+        return MAPS
+    if scheme == "market":
+        return PLAY_STORE
+    if scheme == "vnd.youtube" or "youtube.com" in uri:
+        return YOUTUBE
+    return None
 
 
 def launch_package(phone: Phone, package: str) -> bool:

@@ -105,6 +105,9 @@ class Phone:
         self.launcher = self.apps[LAUNCHER]
         self.front: App = self.launcher
         self.recents: list[App] = []
+        # package -> the app that was in front when it came to the front: where BACK at its
+        # root returns (the launcher for an app opened from home, as on a device)
+        self.came_from: dict[str, App] = {}
         self.focus: str | None = None
         self.scroll: dict[tuple[str, Page], int] = {}
         self.shade_open = False
@@ -146,6 +149,7 @@ class Phone:
         if app is not self.front:
             if self.front is not self.launcher:
                 self.recents = [a for a in self.recents if a is not self.front] + [self.front]
+            self.came_from[app.package] = self.front
             self.front = app
         app.on_open()
         self.focus = None
@@ -262,11 +266,21 @@ class Phone:
             return
         if self.front is self.launcher:
             return
-        # the app's back stack is empty: it finishes, and the previous task comes to the front
+        # the app's back stack is empty: it finishes, and what was in front when it came to the
+        # front returns (home for an app opened from the launcher, the caller for an app another
+        # app or `am start` opened over it)
         finished = self.front
         finished.reset()
         self.recents = [a for a in self.recents if a is not finished]
-        self.front = self.recents.pop() if self.recents else self.launcher
+        back_to = self.came_from.pop(finished.package, self.launcher)
+        if back_to is not self.launcher and (
+            back_to is finished
+            or (back_to.package != GENERIC and back_to.label not in self.installed)
+        ):
+            back_to = self.launcher
+        if back_to is self.launcher:
+            self.launcher.reset()
+        self.front = back_to
         self.just_navigated = True
         self.nav += 1
 

@@ -36,6 +36,9 @@ Command = Callable[["DeviceShell", list[str], bytes], CmdResult]
 CRASH_SAFE = frozenset({"echo", "true", "false", ":", "exit", "sleep", "simctl"})
 
 
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
 class ShellExit(Exception):
     """Raised by ``exit``: stops the rest of the command line with ``code``."""
 
@@ -387,7 +390,16 @@ class DeviceShell:
         return out, err, code
 
     def call(self, argv: list[str], stdin: bytes = b"") -> CmdResult:
-        """Run one command given as an argument vector (no shell syntax involved)."""
+        """Run one command given as an argument vector (no shell syntax involved).
+
+        Leading ``NAME=value`` words are the command's environment, as in ``sh``: no simulated
+        command reads environment variables, so they are accepted and dropped (alone, they set
+        a shell variable: nothing to do either).
+        """
+        while argv and _ASSIGNMENT.match(argv[0]):
+            argv = argv[1:]
+        if not argv:
+            return b"", b"", 0
         name = argv[0]
         base = posixpath.basename(name) if name.startswith(("/system/bin/", "/bin/")) else name
         func = self.commands.get(base)

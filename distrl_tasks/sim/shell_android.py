@@ -10,6 +10,7 @@ are re-exported here.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import struct
 from typing import TYPE_CHECKING
@@ -18,9 +19,12 @@ from distrl_tasks.sim.android_packages import (
     KNOWN_PACKAGES,  # noqa: F401
     activity_of,
     front_package,
+    front_package_of,
+    has_activity,
     installed_packages,
     launch_package,
     package_for_label,  # noqa: F401
+    package_for_uri,
 )
 from distrl_tasks.sim.apps import LAUNCHER
 from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell
@@ -31,7 +35,7 @@ from distrl_tasks.sim.vfs import FsError
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone
 
-DENSITY = 420  # dpi at render scale 0.25 (270x600), the default display
+DENSITY = 420  # dpi of the full 1080x2400 layout (a Pixel's); 105 at render scale 0.25 (270x600)
 KEYCODES = {
     "HOME": 3,
     "BACK": 4,
@@ -67,7 +71,7 @@ PROPS = {
     "ro.build.version.sdk": "33",
     "ro.build.version.release": "13",
     "ro.build.characteristics": "emulator",
-    "ro.build.type": "userdebug",
+    "ro.build.type": "user",  # a Play Store image: `adb root` is refused, as the server says
     "ro.hardware": "ranchu",
     "ro.kernel.qemu": "1",
     "ro.boot.qemu": "1",
@@ -121,8 +125,9 @@ def _input(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         elif verb == "text":
             if not rest:
                 _bad(verb)
-            # the shell already removed quoting; Android's only escape is %s for a space
-            phone.input_text(" ".join(rest).replace("%s", " "))
+            # the shell already removed quoting; Android's only escape is %s for a space. Since
+            # Android 11 `input text` reads one argument: `input text a b` types "a"
+            phone.input_text(rest[0].replace("%s", " "))
             sh.events.append("text")
         elif verb in ("keyevent", "press"):
             codes = [a for a in rest if not a.startswith("--")] or (
@@ -196,15 +201,40 @@ def _wm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 
 def _density(phone: Phone) -> int:
-    # dpi scales with the display so the screen stays the same size in dp at any render scale
-    return max(1, round(DENSITY * phone.render_scale * 4))
+    # dpi scales with the display so the screen stays 411 dp wide at any render scale
+    return max(1, round(DENSITY * phone.render_scale))
+
+
+DUMPSYS_SERVICES = ("activity", "battery", "display", "input", "package", "power", "window")
+
+
+def pid_of(package: str) -> int:
+    """A stable process id per app (a device gives every app its own)."""
+    return 2000 + int(hashlib.sha1(package.encode()).hexdigest(), 16) % 20000
 
 
 def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     service = args[0] if args else ""
     pkg = front_package(sh.phone)
     act = activity_of(pkg)
-    if service == "display":
+    if service == "-l":
+        text = "Currently running services:\n" + "".join(f"  {n}\n" for n in DUMPSYS_SERVICES)
+    elif service == "input":
+        w, h = sh.phone.display_size
+        text = (
+            "INPUT MANAGER (dumpsys input)\n\n"
+            "Input Manager State:\n"
+            "  Display: 0\n"
+            f"    Viewport INTERNAL: displayId=0, uniqueId=local:4619827259835644672, port=0, "
+            f"orientation=0, logicalFrame=[0, 0, {w}, {h}], physicalFrame=[0, 0, {w}, {h}], "
+            f"deviceSize=[{w}, {h}], isActive=[1]\n"
+            "  Device 2: virtio_input_multi_touch_0\n"
+            "    Touch Input Mapper (mode - DIRECT):\n"
+            f"      SurfaceWidth: {w}px\n"
+            f"      SurfaceHeight: {h}px\n"
+            "      SurfaceOrientation: 0\n"
+        )
+    elif service == "display":
         w, h = sh.phone.display_size
         text = (
             "DISPLAY MANAGER (dumpsys display)\n"
@@ -219,18 +249,20 @@ def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         )
     elif service == "window":
         w, h = sh.phone.display_size
+        full = pkg + act if act.startswith(".") else act
         text = (
             "WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
             f"  Display: mDisplayId=0 init={w}x{h} {_density(sh.phone)}dpi cur={w}x{h} "
             f"app={w}x{h} rng={w}x{w}-{h}x{h}\n"
-            f"  mCurrentFocus=Window{{5b1e2a4 u0 {pkg}/{pkg}{act}}}\n"
+            f"  mCurrentFocus=Window{{5b1e2a4 u0 {pkg}/{full}}}\n"
+            "  mCurrentRotation=ROTATION_0\n"
             f"  mFocusedApp=ActivityRecord{{8f3c1d2 u0 {pkg}/{act} t17}}\n"
         )
     elif service == "activity":
         text = (
             "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n"
             f"    mResumedActivity: ActivityRecord{{8f3c1d2 u0 {pkg}/{act} t17}}\n"
-            f"  ACTIVITY {pkg}/{act} 8f3c1d2 pid=4242\n"
+            f"  ACTIVITY {pkg}/{act} 8f3c1d2 pid={pid_of(pkg)}\n"
         )
     elif service == "power":
         text = "POWER MANAGER (dumpsys power)\n  mHoldingDisplaySuspendBlocker=true\n"
@@ -270,13 +302,42 @@ def _getprop(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     return "".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())).encode(), b"", 0
 
 
+SETTINGS_NAMESPACES = ("system", "secure", "global")
+
+
 def _settings(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
-    if len(args) >= 3 and args[0] == "get":
-        return (sh.settings.get(f"{args[1]}/{args[2]}", "null") + "\n").encode(), b"", 0
-    if len(args) >= 4 and args[0] == "put":
-        sh.settings[f"{args[1]}/{args[2]}"] = args[3]
+    verb, ns = (args[0] if args else ""), (args[1] if len(args) > 1 else "")
+    if verb in ("get", "put", "delete", "list", "reset") and ns not in SETTINGS_NAMESPACES:
+        return error_result(f"Invalid namespace '{ns}'" if ns else "Need a namespace")
+    if len(args) >= 3 and verb == "get":
+        return (sh.settings.get(f"{ns}/{args[2]}", "null") + "\n").encode(), b"", 0
+    if len(args) >= 4 and verb == "put":
+        sh.settings[f"{ns}/{args[2]}"] = args[3]
         return b"", b"", 0
-    return error_result("usage: settings get|put NAMESPACE KEY [VALUE]")
+    if len(args) >= 3 and verb == "delete":
+        gone = sh.settings.pop(f"{ns}/{args[2]}", None) is not None
+        return f"Deleted {int(gone)} rows\n".encode(), b"", 0
+    if verb == "list":
+        rows = sorted(
+            (k.split("/", 1)[1], v) for k, v in sh.settings.items() if k.startswith(ns + "/")
+        )
+        return "".join(f"{k}={v}\n" for k, v in rows).encode(), b"", 0
+    if verb == "reset" and len(args) >= 3:  # back to the defaults: what the shell set goes
+        for k in [k for k in sh.settings if k.startswith(ns + "/")]:
+            del sh.settings[k]
+        return b"", b"", 0
+    return error_result(
+        "usage: settings get|put|delete NAMESPACE KEY [VALUE] | list NAMESPACE | "
+        "reset NAMESPACE {PACKAGE_NAME | untrusted_defaults | untrusted_clear | trusted_defaults}"
+    )
+
+
+def _svc(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    keys = {"wifi": "global/wifi_on", "data": "global/mobile_data"}
+    if len(args) >= 2 and args[0] in keys and args[1] in ("enable", "disable"):
+        sh.settings[keys[args[0]]] = "1" if args[1] == "enable" else "0"
+        return b"", b"", 0
+    return error_result("usage: svc wifi|data enable|disable")
 
 
 # ----- packages and activities -----------------------------------------------------------------
@@ -294,6 +355,8 @@ def _pm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
                 continue
             rows.append(f"package:{pkg}\n")
         return "".join(rows).encode(), b"", 0
+    if args[:2] == ["list", "features"]:
+        return "".join(f"feature:{f}\n" for f in FEATURES).encode(), b"", 0
     if args[:1] == ["path"] and len(args) > 1:
         if args[1] not in pkgs:
             return b"", b"", 1
@@ -316,11 +379,53 @@ def _pm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     return error_result("pm: unsupported command (try: list packages, path, clear, uninstall)")
 
 
+FEATURES = (
+    "android.hardware.camera",
+    "android.hardware.faketouch",
+    "android.hardware.location.gps",
+    "android.hardware.screen.portrait",
+    "android.hardware.telephony",
+    "android.hardware.touchscreen",
+    "android.hardware.touchscreen.multitouch",
+    "android.hardware.wifi",
+    "android.software.webview",
+)
+
+
+def _stack_list(phone: Phone) -> str:
+    """``am stack list``: the front task visible, the tasks behind it not."""
+    w, h = phone.display_size
+    front = front_package(phone)
+    behind = [front_package_of(phone, a) for a in reversed(phone.recents)]
+    tasks = [front] + [p for p in dict.fromkeys(behind) if p != front]
+    if front != LAUNCHER:
+        tasks.append(LAUNCHER)
+    lines = [f"RootTask id=1 bounds=[0,0][{w},{h}] displayId=0 userId=0"]
+    for i, pkg in enumerate(tasks):
+        act = activity_of(pkg)
+        full = pkg + act if act.startswith(".") else act
+        lines.append(
+            f"  taskId={100 + i}: {pkg}/{act} bounds=[0,0][{w},{h}] userId=0 "
+            f"visible={'true' if i == 0 else 'false'} topActivity=ComponentInfo{{{pkg}/{full}}}"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     phone = sh.phone
     if not args:
-        return error_result("usage: am start|force-stop ...")
+        return error_result("usage: am start|force-stop|broadcast|stack list ...")
     verb, rest = args[0], args[1:]
+    if verb == "stack" and rest[:1] == ["list"]:
+        return _stack_list(phone).encode(), b"", 0
+    if verb == "broadcast":
+        action = rest[rest.index("-a") + 1] if "-a" in rest[:-1] else None
+        intent = f"act={action} flg=0x400000" if action else "flg=0x400000"
+        return (
+            f"Broadcasting: Intent {{ {intent} }}\nBroadcast completed: result=0\n".encode(),
+            b"",
+            0,
+        )
     if verb in ("force-stop", "kill") and rest:
         pkg = rest[-1]
         if front_package(phone) == pkg:
@@ -341,9 +446,17 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
             i += 1
     before = _where(phone)
     if "-n" in opts:
-        pkg = opts["-n"].split("/", 1)[0]
+        pkg, _, activity = opts["-n"].partition("/")
+        if pkg not in installed_packages(phone) or not has_activity(pkg, activity or "."):
+            return error_result(f"Error: Activity class {{{opts['-n']}}} does not exist.")
     elif opts.get("-a") == "android.intent.action.VIEW" and "-d" in opts:
-        pkg = "com.android.chrome"
+        resolved = package_for_uri(opts["-d"])
+        if resolved is None:
+            return error_result(
+                "Error: Activity not started, unable to resolve Intent { "
+                f"act=android.intent.action.VIEW dat={opts['-d']} flg=0x10000000 }}"
+            )
+        pkg = resolved
     else:
         return error_result("Error: no component (-n pkg/activity) given")
     if not launch_package(phone, pkg):
@@ -351,6 +464,27 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     sh.events.append("input")
     _moved(sh, before)
     return f"Starting: Intent {{ cmp={pkg}/{activity_of(pkg)} }}\n".encode(), b"", 0
+
+
+def _ps(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    """toybox ``ps -A``: init, the system processes and every app that runs (front, recents)."""
+    phone = sh.phone
+    rows = [
+        ("root", 1, 0, "init"),
+        ("root", 360, 1, "zygote64"),
+        ("system", 590, 360, "system_server"),
+    ]
+    running = [LAUNCHER, front_package(phone)]
+    running += [front_package_of(phone, a) for a in phone.recents]
+    for i, pkg in enumerate(dict.fromkeys(running)):
+        rows.append((f"u0_a{100 + i}", pid_of(pkg), 360, pkg))
+    rows.append(("shell", 9000 + len(rows), 1, "sh"))
+    head = f"{'USER':<14}{'PID':>6}{'PPID':>6}{'VSZ':>9}{'RSS':>7} WCHAN            ADDR S NAME\n"
+    body = "".join(
+        f"{user:<14}{pid:>6}{ppid:>6}{'1234567':>9}{'98765':>7} 0                   0 S {name}\n"
+        for user, pid, ppid, name in rows
+    )
+    return (head + body).encode(), b"", 0
 
 
 def _monkey(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
@@ -375,6 +509,8 @@ ANDROID_COMMANDS: dict[str, Command] = {
     "settings": _settings,
     "pm": _pm,
     "am": _am,
+    "svc": _svc,
+    "ps": _ps,
     "monkey": _monkey,
     "simctl": simctl,
 }

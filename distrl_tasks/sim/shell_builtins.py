@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from distrl_tasks.sim.shell import CmdResult, Command, DeviceShell, ShellExit
@@ -145,6 +146,74 @@ def _head(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     return b"".join(lines[:count]), b"", 0
 
 
+def _inputs(sh: DeviceShell, paths: list[str], stdin: bytes, tool: str) -> bytes:
+    """The files' bytes in order, or stdin when none is named (FsError names the tool)."""
+    if not paths:
+        return stdin
+    try:
+        return b"".join(sh.fs.read(p) for p in paths)
+    except FsError as exc:
+        raise FsError(f"{tool}: {exc}") from exc
+
+
+def _cut(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    """toybox ``cut -d DELIM -f LIST [FILE...]`` (LIST: N, N-M, N- or N,M,...)."""
+    delim, fields, paths, i = "\t", "", [], 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-d", "-f") and i + 1 < len(args):
+            delim, fields = (args[i + 1], fields) if a == "-d" else (delim, args[i + 1])
+            i += 2
+            continue
+        if a.startswith("-d") and len(a) > 2:
+            delim = a[2:]
+        elif a.startswith("-f") and len(a) > 2:
+            fields = a[2:]
+        else:
+            paths.append(a)
+        i += 1
+    if not fields or len(delim) != 1:
+        return error_result("cut: need -f LIST and a one-character -d DELIM")
+    wanted: set[int] = set()
+    open_from: int | None = None
+    try:
+        for part in fields.split(","):
+            lo, dash, hi = part.partition("-")
+            if dash and not hi:
+                open_from = int(lo)
+            else:
+                wanted.update(range(int(lo or 1), int(hi or lo) + 1))
+    except ValueError:
+        return error_result(f"cut: bad list '{fields}'")
+    try:
+        data = _inputs(sh, paths, stdin, "cut")
+    except FsError as exc:
+        return error_result(str(exc))
+    out = []
+    for line in data.decode(errors="replace").splitlines():
+        cols = line.split(delim)
+        keep = [
+            c
+            for n, c in enumerate(cols, 1)
+            if n in wanted or (open_from is not None and n >= open_from)
+        ]
+        out.append(delim.join(keep) if delim in line else line)
+    return ("\n".join(out) + ("\n" if out else "")).encode(), b"", 0
+
+
+def _md5sum(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
+    if not args:
+        return f"{hashlib.md5(stdin).hexdigest()}  -\n".encode(), b"", 0
+    out, err, code = [], [], 0
+    for path in args:
+        try:
+            out.append(f"{hashlib.md5(sh.fs.read(path)).hexdigest()}  {path}\n")
+        except FsError as exc:
+            err.append(f"md5sum: {exc}\n")
+            code = 1
+    return "".join(out).encode(), "".join(err).encode(), code
+
+
 def _const(out: str, code: int = 0) -> Command:
     def run(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         return out.encode(), b"", code
@@ -166,6 +235,8 @@ BUILTINS: dict[str, Command] = {
     "touch": _touch,
     "grep": _grep,
     "head": _head,
+    "cut": _cut,
+    "md5sum": _md5sum,
     "id": _const("uid=2000(shell) gid=2000(shell) groups=2000(shell) context=u:r:shell:s0\n"),
     "whoami": _const("shell\n"),
 }

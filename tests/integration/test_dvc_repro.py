@@ -429,3 +429,35 @@ def test_the_base_is_rebuilt_only_as_an_explicit_target(clone: Clone) -> None:
     )
     assert card["parameters"] > 0
     assert ran_stages(clone.dvc("repro", "pretrain/dvc.yaml")) == []  # up to date now
+
+
+def _find_experiment(node, lr: float) -> dict | None:
+    """The `dvc exp show --json` entry whose params.yaml has algorithm.lm_lr == ``lr``."""
+    if isinstance(node, dict):
+        params = node.get("params", {}).get("params.yaml", {}).get("data", {})
+        if float(params.get("algorithm", {}).get("lm_lr", "nan")) == lr and "metrics" in node:
+            return node
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        found = _find_experiment(child, lr)
+        if found is not None:
+            return found
+    return None
+
+
+@repro
+def test_dvc_exp_run_sets_one_param_and_exp_show_compares_it(clone: Clone) -> None:
+    # DVC's own experiment flow: one param changed from the command line, results compared
+    lr = 1.5e-5
+    ran = clone.dvc("exp", "run", "--set-param", f"algorithm.lm_lr={lr}")
+    assert ran_stages(ran) == ["train", "evaluate", "register", "metrics"]
+    shown = json.loads(clone.dvc("exp", "show", "--json").stdout)
+    experiment = _find_experiment(shown, lr)
+    assert experiment is not None, json.dumps(shown)[:3000]
+    metrics = experiment["metrics"]["metrics.json"]["data"]
+    assert metrics["round"] == 1 and 0.0 <= metrics["test_success_rate"] <= 1.0
+    assert metrics["registered_version"] > 2  # a new registry version for the experiment

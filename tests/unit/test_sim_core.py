@@ -163,3 +163,23 @@ def test_reset_restores_boot_state() -> None:
     phone.alarms["06:00"] = True
     phone.reset()
     assert phone.state() == boot
+
+
+def test_back_at_an_apps_root_returns_to_what_was_in_front_when_it_opened() -> None:
+    from distrl_tasks.sim.apps import CHROME, LAUNCHER, PLAY_STORE, SETTINGS
+
+    phone = Phone(seed=0)
+    # opened from home: BACK at the root goes home, not to the app used before (a device's task
+    # stack: the launcher's task is behind every task it started)
+    assert phone.launch(CHROME)
+    phone.go_home()
+    assert phone.launch(SETTINGS)
+    phone.back()
+    assert phone.front.package == LAUNCHER
+    # opened over another app (a link, `am start` while Chrome is in front): BACK returns there
+    assert phone.launch(CHROME)
+    assert phone.launch(PLAY_STORE)
+    phone.back()
+    assert phone.front.package == CHROME
+    phone.back()
+    assert phone.front.package == LAUNCHER

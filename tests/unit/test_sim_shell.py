@@ -214,8 +214,14 @@ def test_monkey_am_start_and_force_stop(sh):
     assert sh.phone.state().app_label == "WhatsApp"
     run(sh, "am force-stop com.whatsapp")
     assert sh.phone.state().app == sh.phone.launcher.package
-    assert run(sh, "am start -n com.whatsapp/.Main")[2] == 0
+    # an activity the app does not have is refused, as on a device
+    out, err, code = run(sh, "am start -n com.whatsapp/.Main")
+    assert code != 0 and "Activity class {com.whatsapp/.Main} does not exist." in out + err
+    assert run(sh, "am start -n com.whatsapp/.MainActivity")[2] == 0
     assert sh.phone.state().app_label == "WhatsApp"
+    settings = "com.android.settings/.Settings"
+    assert run(sh, f"am start -n {settings}")[2] == 0
+    assert sh.phone.state().app == "com.android.settings"
     assert run(sh, "monkey -p com.not.installed 1")[2] == 252
 
 
@@ -269,3 +275,82 @@ def test_crashed_device_fails_until_reset(sh):
     assert run(sh, "echo alive")[0] == "alive\n"  # the shell itself still runs
     assert run(sh, "simctl reset")[2] == 0
     assert run(sh, "input tap 10 10")[2] == 0
+
+
+def test_input_text_types_only_its_first_argument_as_android_11_does(sh):
+    focus_search(sh)
+    assert run(sh, "input text alpha beta")[2] == 0
+    assert sh.phone.state().field_text == "alpha"
+
+
+@pytest.mark.parametrize(
+    ("uri", "package"),
+    [
+        ("content://contacts/people/", "com.google.android.contacts"),
+        ("https://www.google.com", "com.android.chrome"),
+        ("geo:37.42,-122.08", "com.google.android.apps.maps"),
+        ("market://details?id=com.whatsapp", "com.android.vending"),
+    ],
+)
+def test_view_intents_open_the_app_their_uri_resolves_to(sh, uri, package):
+    _, err, code = run(sh, f"am start -a android.intent.action.VIEW -d '{uri}'")
+    assert code == 0, err
+    assert sh.phone.state().app == package
+    _, err, code = run(sh, "am start -a android.intent.action.VIEW -d 'zzz:nothing'")
+    assert code != 0 and "unable to resolve Intent" in err
+
+
+# ----- what Android's own clients ask (android_env, Android World, ppadb, uiautomator2) -------
+def test_am_stack_list_names_the_visible_task_first(sh):
+    run(sh, "monkey -p com.android.chrome 1")
+    out = run(sh, "am stack list")[0]
+    visible = [line for line in out.splitlines() if "visible=true" in line]
+    assert len(visible) == 1
+    m = re.search(r"\{(?P<component>[^}]+)\}", visible[0])
+    assert m is not None
+    assert m.group("component") == "com.android.chrome/com.google.android.apps.chrome.Main"
+    assert "com.google.android.apps.nexuslauncher" in out  # the home task behind it
+
+
+def test_orientation_size_and_density_agree_everywhere(sh):
+    w, h = sh.phone.display_size
+    assert run(sh, "wm size")[0] == f"Physical size: {w}x{h}\n"
+    density = int(run(sh, "wm density")[0].split(":")[1])
+    assert int(run(sh, "getprop ro.sf.lcd_density")[0]) == density
+    assert w / (density / 160) >= 320  # Android's smallest phone width in dp
+    assert "SurfaceOrientation: 0" in run(sh, "dumpsys input")[0]
+    assert "mCurrentRotation=ROTATION_0" in run(sh, "dumpsys window")[0]
+    assert "rotation 0" in run(sh, "dumpsys display")[0]
+    assert run(sh, "dumpsys -l")[0].startswith("Currently running services:")
+
+
+def test_settings_list_delete_reset_and_svc(sh):
+    run(sh, "settings put system user_rotation 1")
+    assert "user_rotation=1" in run(sh, "settings list system")[0]
+    assert run(sh, "settings delete system user_rotation")[0] == "Deleted 1 rows\n"
+    assert run(sh, "settings delete system user_rotation")[0] == "Deleted 0 rows\n"
+    run(sh, "settings put secure a 1")
+    assert run(sh, "settings reset secure untrusted_defaults")[2] == 0
+    assert run(sh, "settings list secure")[0] == ""
+    assert run(sh, "settings get nowhere x")[2] != 0
+    run(sh, "svc wifi disable")
+    assert run(sh, "settings get global wifi_on")[0] == "0\n"
+    run(sh, "svc data enable")
+    assert run(sh, "settings get global mobile_data")[0] == "1\n"
+
+
+def test_broadcast_features_ps_cut_md5sum_and_assignments(sh):
+    out = run(sh, "am broadcast -a android.intent.action.BOOT_COMPLETED")[0]
+    assert "Broadcast completed: result=0" in out
+    assert "feature:android.hardware.touchscreen" in run(sh, "pm list features")[0]
+    run(sh, "monkey -p com.android.chrome 1")
+    ps = run(sh, "ps -A")[0].splitlines()
+    assert ps[0].split()[:2] == ["USER", "PID"]
+    pids = {line.split()[-1]: int(line.split()[1]) for line in ps[1:]}
+    assert "com.android.chrome" in pids and "com.google.android.apps.nexuslauncher" in pids
+    assert len(set(pids.values())) == len(pids)  # every process its own pid
+    assert run(sh, "echo a:b:c | cut -d : -f 2")[0] == "b\n"
+    assert run(sh, "echo a:b:c | cut -d: -f2-")[0] == "b:c\n"
+    assert run(sh, "echo -n hello | md5sum")[0] == "5d41402abc4b2a76b9719d911017c592  -\n"
+    assert run(sh, "LANG=C FOO=bar echo hi")[0] == "hi\n"
+    assert run(sh, "X=1")[2] == 0
