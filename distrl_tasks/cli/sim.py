@@ -83,7 +83,14 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
     farm = device_farm(sim.devices, sim.seed, sim, dynamics=sim.dynamics.profile)
 
     async def serve() -> None:
-        server = AdbServer(farm, host=sim.host, port=port, allow_kill=args.allow_kill)
+        server = AdbServer(
+            farm,
+            host=sim.host,
+            port=port,
+            allow_kill=args.allow_kill,
+            backlog=sim.listen_backlog,
+            idle_timeout_s=sim.idle_timeout_s,
+        )
         try:
             bound = await server.start()
         except OSError as exc:

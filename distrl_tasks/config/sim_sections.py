@@ -122,6 +122,8 @@ class SimConfig:
 
     host: str = "127.0.0.1"  # bind address of the ADB server; loopback only by default
     port: int = 15037  # ADB server port of the embedded farm (0 = any free port)
+    listen_backlog: int = 1024  # pending connections the ADB server's socket queues (Linux caps)
+    idle_timeout_s: float = 300.0  # close a client connection idle this long between requests
     devices: int = 8  # devices of `distrl sim serve` (rounds use orchestration's topology)
     seed: int = 0  # seeds content, latency and faults
     render_scale: float = 0.25  # display px per layout px: wm size = screencap = 1080x2400 x this
@@ -133,6 +135,8 @@ class SimConfig:
     def validate(self, key: str) -> None:
         _check(0 <= self.port < 65536, f"{key}.port", "must be a TCP port (0..65535)")
         _check(1 <= self.devices <= 256, f"{key}.devices", "must be in 1..256")
+        _check(self.listen_backlog >= 1, f"{key}.listen_backlog", "must be >= 1")
+        _check(self.idle_timeout_s > 0, f"{key}.idle_timeout_s", "must be > 0")
         _check(0.05 <= self.render_scale <= 1.0, f"{key}.render_scale", "must be in [0.05, 1]")
         _check(
             0.0 <= self.expert_mistake_rate < 1.0,

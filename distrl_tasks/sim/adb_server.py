@@ -47,15 +47,30 @@ class AdbServer:
         host: bind address (loopback by default: the protocol has no authentication).
         port: TCP port; read the bound one from :attr:`port` after :meth:`start`.
         allow_kill: let ``host:kill`` stop the server.
+        backlog: pending connections the listening socket queues. Hundreds of clients that
+            connect at once overflow a small queue, and each overflow costs the client a SYN
+            retry (about a second).
+        idle_timeout_s: a connection that sends no request for this long is closed (a client
+            that went away without closing holds nothing forever). Shell sessions and
+            ``track-devices`` streams are not requests in waiting and are not cut.
     """
 
     def __init__(
-        self, farm: DeviceFarm, host: str = "127.0.0.1", port: int = 0, *, allow_kill: bool = False
+        self,
+        farm: DeviceFarm,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        allow_kill: bool = False,
+        backlog: int = 1024,
+        idle_timeout_s: float = 300.0,
     ) -> None:
         self.farm = farm
         self.host = host
         self.port = port
         self.allow_kill = allow_kill
+        self.backlog = backlog
+        self.idle_timeout_s = idle_timeout_s
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task] = set()
         self._stop: asyncio.Event | None = None
@@ -63,7 +78,9 @@ class AdbServer:
     # ----- lifecycle -----------------------------------------------------------------------
     async def start(self) -> int:
         self._stop = asyncio.Event()
-        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        self._server = await asyncio.start_server(
+            self._handle, self.host, self.port, backlog=self.backlog
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -96,7 +113,11 @@ class AdbServer:
         try:
             device: SimDevice | None = None
             while True:
-                request = await read_request(reader)
+                try:
+                    request = await asyncio.wait_for(read_request(reader), self.idle_timeout_s)
+                except TimeoutError:
+                    log.debug("closing a connection idle for %.0f s", self.idle_timeout_s)
+                    return
                 if request is None:
                     return
                 try:

@@ -89,7 +89,7 @@ LAUNCH_ACTIVITIES = {
     LAUNCHER: "com.google.android.apps.nexuslauncher.NexusLauncherActivity",
     CHROME: "com.google.android.apps.chrome.Main",
     PLAY_STORE: "com.google.android.finsky.activities.MainActivity",
-    YOUTUBE: "com.google.android.apps.youtube.app.watchwhile.WatchWhileActivity",
+    YOUTUBE: "com.google.android.apps.youtube.app.WatchWhileActivity",
     GMAIL: "com.google.android.gm.ConversationListActivityGmail",
     MAPS: "com.google.android.maps.MapsActivity",
     CLOCK: "com.android.deskclock.DeskClock",

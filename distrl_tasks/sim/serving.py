@@ -69,7 +69,9 @@ def running_farm(
     farm = DeviceFarm(devices, seed, cfg, dynamics=dynamics, goal_parser=goal_parser)
     bind = host or cfg.host
     loop = asyncio.new_event_loop()
-    server = AdbServer(farm, host=bind, port=port)
+    server = AdbServer(
+        farm, host=bind, port=port, backlog=cfg.listen_backlog, idle_timeout_s=cfg.idle_timeout_s
+    )
     ready = threading.Event()
     failure: list[BaseException] = []
     stop: asyncio.Event | None = None

@@ -298,7 +298,7 @@ class DeviceShell:
             "USER": "shell",
             "ANDROID_SERIAL": phone.serial,
         }
-        self.settings: dict[str, str] = {}
+        self.settings: dict[str, str | None] = {}  # `settings put` (None: deleted)
         self.last_status = 0
         self.events: list[str] = []  # latency categories touched by the current line
         self.sleep_s = 0.0  # seconds of `sleep` the current line asked for

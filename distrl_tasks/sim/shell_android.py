@@ -303,6 +303,22 @@ def _getprop(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 
 SETTINGS_NAMESPACES = ("system", "secure", "global")
+# What an Android 13 emulator answers before anyone changes them (`settings get` of any other key
+# is "null", as on a device); `settings reset` returns a namespace to these.
+SETTINGS_DEFAULTS = {
+    "global/airplane_mode_on": "0",
+    "global/wifi_on": "1",
+    "global/mobile_data": "1",
+    "global/bluetooth_on": "0",
+    "system/screen_brightness": "102",
+    "system/accelerometer_rotation": "0",
+    "system/user_rotation": "0",
+    "secure/location_mode": "3",
+}
+
+
+def _setting(sh: DeviceShell, key: str) -> str | None:
+    return sh.settings.get(key, SETTINGS_DEFAULTS.get(key))
 
 
 def _settings(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
@@ -310,16 +326,21 @@ def _settings(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if verb in ("get", "put", "delete", "list", "reset") and ns not in SETTINGS_NAMESPACES:
         return error_result(f"Invalid namespace '{ns}'" if ns else "Need a namespace")
     if len(args) >= 3 and verb == "get":
-        return (sh.settings.get(f"{ns}/{args[2]}", "null") + "\n").encode(), b"", 0
+        return ((_setting(sh, f"{ns}/{args[2]}") or "null") + "\n").encode(), b"", 0
     if len(args) >= 4 and verb == "put":
         sh.settings[f"{ns}/{args[2]}"] = args[3]
         return b"", b"", 0
     if len(args) >= 3 and verb == "delete":
-        gone = sh.settings.pop(f"{ns}/{args[2]}", None) is not None
+        key = f"{ns}/{args[2]}"
+        gone = _setting(sh, key) is not None
+        sh.settings[key] = None  # deleted: no default either
         return f"Deleted {int(gone)} rows\n".encode(), b"", 0
     if verb == "list":
+        merged = {**SETTINGS_DEFAULTS, **sh.settings}
         rows = sorted(
-            (k.split("/", 1)[1], v) for k, v in sh.settings.items() if k.startswith(ns + "/")
+            (k.split("/", 1)[1], v)
+            for k, v in merged.items()
+            if k.startswith(ns + "/") and v is not None
         )
         return "".join(f"{k}={v}\n" for k, v in rows).encode(), b"", 0
     if verb == "reset" and len(args) >= 3:  # back to the defaults: what the shell set goes
@@ -355,6 +376,19 @@ def _pm(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
                 continue
             rows.append(f"package:{pkg}\n")
         return "".join(rows).encode(), b"", 0
+    if args[:1] == ["install"] or args[:1] == ["install-create"]:
+        # no APK runs here: the apps are built in. The device's own failure format, so a client
+        # that installs an on-device helper (uiautomator2's server) learns it at once
+        return (
+            b"",
+            b"Failure [INSTALL_FAILED_INVALID_APK: the simulator runs no APKs; its apps are "
+            b"built in]\n",
+            1,
+        )
+    if args[:1] in (["grant"], ["revoke"]) and len(args) >= 3:
+        if args[1] not in pkgs:
+            return b"", f"Exception occurred: Unknown package: {args[1]}\n".encode(), 255
+        return b"", b"", 0  # permissions are not modelled: every app may do what it does
     if args[:2] == ["list", "features"]:
         return "".join(f"feature:{f}\n" for f in FEATURES).encode(), b"", 0
     if args[:1] == ["path"] and len(args) > 1:
@@ -411,6 +445,12 @@ def _stack_list(phone: Phone) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _am_failed(message: str) -> CmdResult:
+    """What ``am start`` gives when it cannot start anything: the reason on stderr and exit
+    status 0, as Android's activity manager does (clients such as android_env read the text)."""
+    return b"", (message + "\n").encode(), 0
+
+
 def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     phone = sh.phone
     if not args:
@@ -418,6 +458,8 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     verb, rest = args[0], args[1:]
     if verb == "stack" and rest[:1] == ["list"]:
         return _stack_list(phone).encode(), b"", 0
+    if verb == "stack" and rest[:1] == ["remove"] and len(rest) > 1:
+        return b"", b"", 0  # the task's record goes; nothing the simulator draws depends on it
     if verb == "broadcast":
         action = rest[rest.index("-a") + 1] if "-a" in rest[:-1] else None
         intent = f"act={action} flg=0x400000" if action else "flg=0x400000"
@@ -448,11 +490,13 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if "-n" in opts:
         pkg, _, activity = opts["-n"].partition("/")
         if pkg not in installed_packages(phone) or not has_activity(pkg, activity or "."):
-            return error_result(f"Error: Activity class {{{opts['-n']}}} does not exist.")
+            return _am_failed(
+                f"Error type 3\nError: Activity class {{{opts['-n']}}} does not exist."
+            )
     elif opts.get("-a") == "android.intent.action.VIEW" and "-d" in opts:
         resolved = package_for_uri(opts["-d"])
         if resolved is None:
-            return error_result(
+            return _am_failed(
                 "Error: Activity not started, unable to resolve Intent { "
                 f"act=android.intent.action.VIEW dat={opts['-d']} flg=0x10000000 }}"
             )
@@ -460,7 +504,9 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     else:
         return error_result("Error: no component (-n pkg/activity) given")
     if not launch_package(phone, pkg):
-        return error_result(f"Error: Activity class {{{opts.get('-n', pkg)}}} does not exist.")
+        return _am_failed(
+            f"Error type 3\nError: Activity class {{{opts.get('-n', pkg)}}} does not exist."
+        )
     sh.events.append("input")
     _moved(sh, before)
     return f"Starting: Intent {{ cmp={pkg}/{activity_of(pkg)} }}\n".encode(), b"", 0
