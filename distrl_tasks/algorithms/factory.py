@@ -12,12 +12,16 @@ from distrl_tasks.algorithms.base import ALGORITHMS, Algorithm
 from distrl_tasks.algorithms.digirl import DigiRL
 from distrl_tasks.algorithms.distrl import DistRL
 from distrl_tasks.algorithms.filtered_bc import FilteredBC
+from distrl_tasks.algorithms.group_relative import GroupRelative
 
 if TYPE_CHECKING:
     from distrl_tasks.agents.policy import AutoUIPolicy
     from distrl_tasks.config import Config
 
-IMPLEMENTATIONS = dict(zip(ALGORITHMS, (DistRL, DigiRL, FilteredBC), strict=True))
+# GRPO and GiGPO are one implementation; from_config reads the variant from algorithm.name
+IMPLEMENTATIONS = dict(
+    zip(ALGORITHMS, (DistRL, DigiRL, FilteredBC, GroupRelative, GroupRelative), strict=True)
+)
 
 
 def build_algorithm(cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> Algorithm:

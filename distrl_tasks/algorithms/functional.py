@@ -361,3 +361,84 @@ def retrace(
         pg_advantages=torch.where(valid, pg_advantages, 0.0),
         clipped_rhos=torch.where(valid, clipped_rhos, 0.0),
     )
+
+
+# ----- group-relative objectives (GRPO, GiGPO) ----------------------------------------------
+
+
+def group_normalize(
+    values: Tensor, groups: Tensor, *, scale: bool = True, eps: float = 1e-6
+) -> Tensor:
+    """Each value against its group: ``(x_i - mean_g) / (std_g + eps)``.
+
+    GRPO's episode advantage (``values`` = trajectory returns, ``groups`` = the goal's group) and
+    GiGPO's step advantage (``values`` = discounted returns of steps, ``groups`` = anchor
+    states). ``std_g`` is the sample (Bessel) standard deviation, as verl's GRPO computes it; a
+    group of one has no relative information and gets 0; ``scale=False`` only centres (Dr.
+    GRPO's form).
+
+    Args:
+        values: ``[N]`` floats.
+        groups: ``[N]`` integer group ids (any values; equal ids form a group).
+        scale: divide by the group's standard deviation.
+        eps: added to the standard deviation (a group of equal values gives 0, not nan).
+
+    Returns:
+        ``[N]`` advantages, in ``values``' dtype.
+    """
+    if values.dim() != 1 or groups.shape != values.shape:
+        raise ValueError(
+            f"values and groups must be matching [N] tensors, got {tuple(values.shape)} and "
+            f"{tuple(groups.shape)}"
+        )
+    if not values.is_floating_point():
+        raise ValueError(f"values must be floating point, got {values.dtype}")
+    _, inverse, counts = torch.unique(groups, return_inverse=True, return_counts=True)
+    k = counts.shape[0]
+    sums = torch.zeros(k, dtype=values.dtype, device=values.device).index_add_(0, inverse, values)
+    n = counts.to(values.dtype)
+    mean = sums / n
+    centred = values - mean[inverse]
+    if not scale:
+        out = centred
+    else:
+        sq = torch.zeros_like(sums).index_add_(0, inverse, centred * centred)
+        std = torch.sqrt(sq / (n - 1).clamp(min=1))
+        out = centred / (std[inverse] + eps)
+    return torch.where(counts[inverse] > 1, out, torch.zeros_like(out))
+
+
+def clipped_surrogate(
+    log_probs: Tensor,
+    behavior_log_probs: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    clip_eps: float,
+) -> tuple[Tensor, Tensor]:
+    """PPO's clipped surrogate on ``[B, T]`` steps, averaged over the real ones.
+
+        L = -mean_t min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t),  rho_t = pi / mu
+
+    Returns:
+        ``(loss, clip_frac)``: the scalar loss (gradient through ``log_probs``) and the share
+        of real steps whose ratio left ``[1 - eps, 1 + eps]``.
+    """
+    if not 0.0 < clip_eps < 1.0:
+        raise ValueError(f"clip_eps must be in (0, 1), got {clip_eps}")
+    ratio = torch.exp(log_probs - behavior_log_probs)
+    adv = advantages.detach()
+    surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv)
+    real = mask.to(log_probs.dtype)
+    n = real.sum().clamp(min=1)
+    loss = -(surrogate * real).sum() / n
+    clipped = ((ratio.detach() - 1).abs() > clip_eps).to(log_probs.dtype)
+    return loss, (clipped * real).sum() / n
+
+
+def kl_k3(log_probs: Tensor, reference_log_probs: Tensor, mask: Tensor) -> Tensor:
+    """Schulman's unbiased, non-negative estimator of KL(pi || ref) on sampled actions:
+    ``mean_t exp(r_t) - r_t - 1`` with ``r_t = log ref - log pi`` (``[B, T]``, real steps)."""
+    r = reference_log_probs.detach() - log_probs
+    real = mask.to(log_probs.dtype)
+    return ((torch.exp(r) - r - 1) * real).sum() / real.sum().clamp(min=1)

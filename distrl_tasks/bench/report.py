@@ -29,7 +29,13 @@ import numpy as np
 
 from distrl_tasks.bench.records import RunRecord, curve, trajectories_at
 
-METHOD_LABELS = {"distrl": "DistRL", "digirl": "DigiRL", "filtered_bc": "Filtered BC"}
+METHOD_LABELS = {
+    "distrl": "DistRL",
+    "digirl": "DigiRL",
+    "filtered_bc": "Filtered BC",
+    "grpo": "GRPO",
+    "gigpo": "GiGPO",
+}
 TASK_SET_LABELS = {"general": "General", "webshop": "WebShop"}
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("general", "train"),

@@ -27,6 +27,10 @@ METHODS: dict[str, dict[str, Any]] = {
     "distrl": {"algorithm.name": "distrl", "orchestration.asynchronous": True},
     "digirl": {"algorithm.name": "digirl", "orchestration.asynchronous": False},
     "filtered_bc": {"algorithm.name": "filtered_bc", "orchestration.asynchronous": False},
+    # group-relative, critic-free: asynchronous like DistRL (groups whose attempts finish under
+    # different versions are corrected by the stored behaviour log-probs)
+    "grpo": {"algorithm.name": "grpo", "orchestration.asynchronous": True},
+    "gigpo": {"algorithm.name": "gigpo", "orchestration.asynchronous": True},
 }
 
 

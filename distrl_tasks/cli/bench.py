@@ -28,7 +28,9 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-s", type=float, help="wall-clock budget per run, seconds")
     p.add_argument("--seeds", type=int, help="number of seeds (seeds 0..N-1)")
     p.add_argument("--task-sets", type=_csv, help="comma-separated: general,webshop")
-    p.add_argument("--methods", type=_csv, help="comma-separated: distrl,digirl,filtered_bc")
+    p.add_argument(
+        "--methods", type=_csv, help="comma-separated: distrl,digirl,filtered_bc,grpo,gigpo"
+    )
     p.add_argument("--devices", type=int, help="simulated devices per run")
     p.add_argument("--time-scale", type=float, help="latency model time scale (e.g. 0.1)")
     p.add_argument("--eval-test", type=int, help="final evaluation: first N test tasks")

@@ -15,6 +15,7 @@ from distrl_tasks.config.rl_sections import (
     CriticPrefitConfig,
     CurriculumConfig,
     DistRLConfig,
+    GroupConfig,
 )
 from distrl_tasks.config.sections import (
     AgentConfig,
@@ -50,6 +51,7 @@ __all__ = [
     "EnvConfig",
     "EvaluatorConfig",
     "FaultConfig",
+    "GroupConfig",
     "LatencyConfig",
     "OrchestrationConfig",
     "SimConfig",

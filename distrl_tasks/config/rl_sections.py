@@ -44,6 +44,29 @@ class DistRLConfig:
 
 
 @dataclass(frozen=True)
+class GroupConfig:
+    """GRPO and GiGPO (``algorithm.name: grpo | gigpo``): critic-free, group-relative.
+
+    Collection gives every drawn goal ``size`` attempts (spread over the devices), and the
+    attempts of a goal in a round are its group: a trajectory's advantage is its return against
+    the group's (GRPO); GiGPO adds step groups, the steps taken from the same observed state in
+    the group's attempts (anchor states, keyed by the screenshot's hash as verl-agent keys them).
+    """
+
+    size: int = 4  # attempts per goal and round (the group; GRPO needs >= 2)
+    clip_eps: float = 0.2  # PPO clip of the ratio pi / mu in the surrogate
+    kl_coef: float = 0.0  # weight of KL(pi || reference), the policy the learner started from
+    scale: bool = True  # divide by the group's std (False: mean-centred only, as Dr. GRPO)
+    step_weight: float = 1.0  # GiGPO: omega, the weight of the step-group advantage
+
+    def validate(self, key: str) -> None:
+        _check(1 <= self.size <= 64, f"{key}.size", "must be in 1..64")
+        _check(0.0 < self.clip_eps < 1.0, f"{key}.clip_eps", "must be in (0, 1)")
+        _check(self.kl_coef >= 0.0, f"{key}.kl_coef", "must be >= 0")
+        _check(self.step_weight >= 0.0, f"{key}.step_weight", "must be >= 0")
+
+
+@dataclass(frozen=True)
 class CriticPrefitConfig:
     """Critic-only steps on a fresh critic until its loss plateaus (no policy scoring)."""
 

@@ -19,6 +19,7 @@ from distrl_tasks.config.rl_sections import (
     CriticPrefitConfig,
     CurriculumConfig,
     DistRLConfig,
+    GroupConfig,
 )
 from distrl_tasks.config.typed_yaml import check as _check
 
@@ -148,7 +149,7 @@ class AgentConfig:
 class AlgorithmConfig:
     """The RL algorithm and its hyperparameters (defaults from the papers' configs)."""
 
-    name: Literal["distrl", "digirl", "filtered_bc"] = "distrl"  # training algorithm
+    name: Literal["distrl", "digirl", "filtered_bc", "grpo", "gigpo"] = "distrl"  # algorithm
     # data regime: offline = round 0 only (the offline phase: critics, then actor, on rollouts
     # of the bootstrap policy); online = rounds 1.. only; off2on = round 0, then online rounds
     mode: Literal["offline", "online", "off2on"] = "off2on"
@@ -181,6 +182,7 @@ class AlgorithmConfig:
     keep_states: int = 2  # newest learner states kept in runs/learner/checkpoints (0 = all)
     distrl: DistRLConfig = field(default_factory=DistRLConfig)  # A-RIDE's form (released)
     critic_prefit: CriticPrefitConfig = field(default_factory=CriticPrefitConfig)  # fresh critic
+    group: GroupConfig = field(default_factory=GroupConfig)  # GRPO / GiGPO groups and clip
 
     def validate(self, key: str) -> None:
         _check(0.0 <= self.gamma <= 1.0, f"{key}.gamma", "must be in [0, 1]")
@@ -212,6 +214,11 @@ class AlgorithmConfig:
         _check(0.0 <= self.ratio_clip < 1.0, f"{key}.ratio_clip", "must be in [0, 1)")
         _check(0.0 <= self.digirl_lambda <= 1.0, f"{key}.digirl_lambda", "must be in [0, 1]")
         _check(self.keep_states >= 0, f"{key}.keep_states", "must be >= 0 (0 keeps all)")
+        _check(
+            self.name not in ("grpo", "gigpo") or self.group.size >= 2,
+            f"{key}.group.size",
+            f"must be >= 2 for {self.name} (a group of one has no relative advantage)",
+        )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from distrl_tasks.config import Config, ConfigError, load_config, modes, parse_o
 WORKDIR_ENV = "DISTRL_WORKDIR"
 ENV_OVERRIDE_PREFIX = "DISTRL_SET_"  # DISTRL_SET_<NAME>=section.key=value (docker/compose.yaml)
 
-ALGORITHMS = ("distrl", "digirl", "filtered_bc")
+ALGORITHMS = ("distrl", "digirl", "filtered_bc", "grpo", "gigpo")
 TASK_SETS = ("general", "webshop")
 DEVICE_KINDS = ("sim", "emulator")
 

@@ -277,7 +277,12 @@ def _plan(
     )
     seed = f"{cfg.sim.seed}/{req.round}/{req.worker}/{req.split}"
     assert req.episodes_per_device is not None  # resolved
-    plan = curriculum.plan_goals(goals, serials, req.episodes_per_device, seed, probs)
+    group = cfg.algorithm.group.size if cfg.algorithm.name in ("grpo", "gigpo") else 1
+    if req.split != "train":
+        group = 1  # evaluation-like splits: every goal its own draw
+    plan = curriculum.plan_goals(
+        goals, serials, req.episodes_per_device, seed, probs, group_size=group
+    )
     return plan, curriculum_info
 
 

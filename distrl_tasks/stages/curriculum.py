@@ -79,16 +79,33 @@ def plan_goals(
     episodes: int,
     seed: str,
     probabilities: np.ndarray | None = None,
+    group_size: int = 1,
 ) -> dict[str, list[str]]:
     """``episodes`` goals per device drawn with a seeded RNG (same seed -> same plan).
 
-    Uniform over ``goals`` when ``probabilities`` is None, else weighted by them.
+    Uniform over ``goals`` when ``probabilities`` is None, else weighted by them. With
+    ``group_size`` K > 1 (GRPO / GiGPO groups) each drawn goal gets K attempts, dealt round
+    robin so a goal's attempts run on different devices at about the same time; every device
+    still gets exactly ``episodes`` (the last group is cut short when K does not divide the
+    round's episodes).
     """
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
     rng = random.Random(seed)
+    if group_size == 1:
+        if probabilities is None:
+            return {s: [rng.choice(goals) for _ in range(episodes)] for s in serials}
+        weights = [float(p) for p in probabilities]
+        return {s: rng.choices(goals, weights=weights, k=episodes) for s in serials}
+    total = episodes * len(serials)
+    n_groups = -(-total // group_size)
     if probabilities is None:
-        return {s: [rng.choice(goals) for _ in range(episodes)] for s in serials}
-    weights = [float(p) for p in probabilities]
-    return {s: rng.choices(goals, weights=weights, k=episodes) for s in serials}
+        drawn = [rng.choice(goals) for _ in range(n_groups)]
+    else:
+        drawn = rng.choices(goals, weights=[float(p) for p in probabilities], k=n_groups)
+    attempts = [g for g in drawn for _ in range(group_size)][:total]
+    n = len(serials)
+    return {s: attempts[i::n] for i, s in enumerate(serials)}
 
 
 def curriculum_probabilities(

@@ -525,3 +525,81 @@ def test_every_algorithm_updates_under_bf16_autocast(policy, tmp_path, name):
         assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
     finally:
         AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def _grouped_replay() -> tuple[ReplayBuffer, dict[str, int]]:
+    """Group "Open the clock": a1 (R=1, 2 steps), a2 (R=0, 2 steps), a3 (R=1, 1 step), all
+    starting from screen S0; "Open Maps": b1 alone (a group of one)."""
+    spec = {
+        "a1": ([0.0, 1.0], [0.5, 1.0], [b"S0", b"S1"], "Open the clock"),
+        "a2": ([0.0, 0.0], [0.0, 0.0], [b"S0", b"S2"], "Open the clock"),
+        "a3": ([1.0], [1.0], [b"S0"], "Open the clock"),
+        "b1": ([1.0], [1.0], [b"S0"], "Open Maps"),
+    }
+    rows = []
+    for i, (tid, (rewards, returns, shots, task)) in enumerate(spec.items()):
+        traj = trajectory(tid, [GOOD] * len(rewards), rewards, task=task, seed=i)
+        for row, ret, shot in zip(traj, returns, shots, strict=True):
+            row.update(mc_return=ret, screenshot_png=shot)
+        rows += traj
+    replay = make_replay(rows)
+    slot_of = {replay.trajectory(s).column("trajectory_id")[0].as_py(): s for s in replay.slots}
+    return replay, slot_of
+
+
+@pytest.mark.parametrize("variant", ["grpo", "gigpo"])
+def test_group_relative_advantages_hand_computed(policy, variant) -> None:
+    from distrl_tasks.algorithms.group_relative import GroupRelative
+
+    replay, slot_of = _grouped_replay()
+    algo = GroupRelative(policy, variant=variant, step_weight=1.0)
+    metrics = algo.prepare_round(replay)
+    # episode advantages of the clock group: returns (1, 0, 1), mean 2/3, sample std sqrt(1/3)
+    s = math.sqrt(1 / 3)
+    a_e = {"a1": (1 / 3) / s, "a2": (-2 / 3) / s, "a3": (1 / 3) / s}
+    if variant == "grpo":
+        expected = {"a1": [a_e["a1"]] * 2, "a2": [a_e["a2"]] * 2, "a3": [a_e["a3"]]}
+    else:
+        # the first steps share S0: returns (.5, 0, 1), mean .5, std .5 -> (0, -1, 1);
+        # the second steps (S1, S2) are alone in their states -> 0
+        expected = {
+            "a1": [a_e["a1"], a_e["a1"]],
+            "a2": [a_e["a2"] - 1.0, a_e["a2"]],
+            "a3": [a_e["a3"] + 1.0],
+        }
+        assert metrics["train/steps_in_shared_states"] == pytest.approx(3 / 6)
+    for tid, adv in expected.items():
+        np.testing.assert_allclose(algo.advantages[slot_of[tid]], adv, rtol=1e-5)
+    np.testing.assert_allclose(algo.advantages[slot_of["b1"]], [0.0])  # a group of one
+    assert sorted(algo.trained_slots.tolist()) == sorted(slot_of[t] for t in ("a1", "a2", "a3"))
+    assert metrics["train/groups"] == 2 and metrics["train/groups_with_signal"] == 1.0
+    # one update runs, and only grouped trajectories are drawn
+    batch = algo.sample(replay, 4, np.random.default_rng(0))
+    assert set(batch.slots.tolist()) <= set(algo.trained_slots.tolist())
+    out = algo.loss(batch)
+    assert torch.isfinite(out.loss) and "train/clip_frac" in out.metrics
+
+
+def test_group_relative_kl_term_uses_the_starting_policy(policy) -> None:
+    from distrl_tasks.algorithms.group_relative import GroupRelative
+
+    replay, _ = _grouped_replay()
+    algo = GroupRelative(policy, variant="grpo", kl_coef=0.1)
+    algo.prepare_round(replay)
+    out = algo.loss(algo.sample(replay, 2, np.random.default_rng(0)))
+    assert float(out.terms["losses/kl"]) == pytest.approx(0.0, abs=1e-6)  # pi == reference yet
+    assert all(not p.requires_grad for p in algo.reference.model.parameters())
+
+
+def test_plan_goals_deals_groups_round_robin() -> None:
+    from distrl_tasks.stages.curriculum import plan_goals
+
+    goals = ["g1", "g2", "g3", "g4", "g5"]
+    plan = plan_goals(goals, ["d0", "d1", "d2"], 4, "seed", group_size=4)
+    assert all(len(v) == 4 for v in plan.values())
+    attempts = [g for i in range(4) for g in (plan["d0"][i], plan["d1"][i], plan["d2"][i])]
+    # 12 attempts = 3 groups of 4, in runs of 4 over the devices
+    assert [attempts[i : i + 4].count(attempts[i]) for i in (0, 4, 8)] == [4, 4, 4]
+    assert plan == plan_goals(goals, ["d0", "d1", "d2"], 4, "seed", group_size=4)  # seeded
+    with pytest.raises(ValueError, match="group_size"):
+        plan_goals(goals, ["d0"], 1, "s", group_size=0)

@@ -74,8 +74,14 @@ def continuous_round(
     goals = load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
     serials = list(record.get("serials") or [])[: o.workers * o.devices_per_worker]
     probs, _ = curriculum.curriculum_probabilities(cfg, goals, common.labeled_dir(cfg, workdir))
+    group = cfg.algorithm.group.size if cfg.algorithm.name in ("grpo", "gigpo") else 1
     plan = curriculum.plan_goals(
-        goals, serials, episodes_per_device, f"{cfg.sim.seed}/{round_}/0/train", probs
+        goals,
+        serials,
+        episodes_per_device,
+        f"{cfg.sim.seed}/{round_}/0/train",
+        probs,
+        group_size=group,
     )
     envs = collect.open_envs(cfg, record["host"], int(record["port"]), serials)
     dim = image_feature_dim(cfg.agent)
