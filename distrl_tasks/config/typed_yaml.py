@@ -29,6 +29,10 @@ def check(ok: bool, key: str, msg: str) -> None:
         raise ConfigError(f"{key}: {msg}")
 
 
+_YAML11_TRUE = frozenset({"yes", "on", "true"})
+_YAML11_FALSE = frozenset({"no", "off", "false"})
+
+
 def coerce(value: Any, tp: Any, key: str) -> Any:
     """Check ``value`` against the annotation ``tp`` and convert YAML shapes (list -> tuple)."""
     origin = typing.get_origin(tp)
@@ -38,6 +42,14 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
         return build_dataclass(tp, value, key)
     if origin is Literal:
         allowed = typing.get_args(tp)
+        if isinstance(value, bool):
+            # PyYAML reads YAML 1.1, where unquoted no/off/yes/on are booleans; YAML 1.2 writers
+            # (DVC's `exp run --set-param` rewrites params.yaml) leave them unquoted. One allowed
+            # word with that spelling is what the file meant.
+            words = _YAML11_TRUE if value else _YAML11_FALSE
+            meant = [a for a in allowed if isinstance(a, str) and a.lower() in words]
+            if len(meant) == 1:
+                return meant[0]
         if value not in allowed:
             hint = " (YAML reads unquoted no/yes/on/off as booleans: quote it)"
             raise ConfigError(

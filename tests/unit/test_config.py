@@ -101,3 +101,14 @@ def test_exponent_without_dot_is_a_number_but_words_are_not() -> None:
     assert load_config(None, {"algorithm.critic_lr": "3E-4"}).algorithm.critic_lr == 3e-4
     with pytest.raises(ConfigError, match=r"algorithm\.lm_lr: expected a number"):
         load_config(None, ["algorithm.lm_lr=fast"])
+
+
+def test_an_unquoted_yaml_boolean_spelling_means_the_allowed_word(tmp_path) -> None:
+    # DVC's `exp run --set-param` writes params.yaml back as YAML 1.2, which leaves `no`
+    # unquoted; PyYAML (YAML 1.1) then reads it as False
+    path = tmp_path / "params.yaml"
+    path.write_text("algorithm:\n  mixed_precision: no\n")
+    assert load_config(path).algorithm.mixed_precision == "no"
+    path.write_text("algorithm:\n  name: no\n")  # no allowed word spells False: still refused
+    with pytest.raises(ConfigError, match="quote it"):
+        load_config(path)
