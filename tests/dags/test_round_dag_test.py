@@ -15,7 +15,7 @@ from airflow.models.dagrun import DagRun
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState, TaskInstanceState
-from fakes.projects import TINY_PARAMS
+from fakes.projects import TINY_PARAMS, register_initial_policy
 
 from .conftest import DAGS_FOLDER
 
@@ -36,19 +36,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def registered_policy(project: Path) -> int:
     """A fresh tiny policy registered as "behavior", so bootstrap's SFT (minutes) is skipped."""
-    from distrl_tasks.agents.policy import build_policy
-    from distrl_tasks.config import load_config
-    from distrl_tasks.tracking.registry import ModelRegistry
-
-    cfg = load_config(project / "params.yaml")
-    policy_dir = project / "runs" / "initial_policy"
-    build_policy(cfg.agent, seed=0).save(policy_dir)
-    registry = ModelRegistry.from_config(cfg, root=project)
-    version = registry.register_checkpoint(
-        policy_dir, round=0, algorithm="distrl", policy_version=0, data_version=""
-    )
-    registry.set_behavior(version)
-    return version
+    return register_initial_policy(project)
 
 
 @pytest.fixture

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 from fakes.gemini_server import FakeGemini, Reply, failure, rate_limited, server_error, success
-from fakes.projects import TINY_PARAMS
+from fakes.projects import TINY_PARAMS, register_initial_policy
 
-from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import load_config
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.stages import common
@@ -37,18 +36,6 @@ def judge_by_goal(request) -> Reply:
     (whatever the screen shows), so Gemini and the oracle may disagree."""
     goal = _GOAL.search(request.texts()[-1]).group("goal").lower()
     return success() if goal.startswith(("open", "search")) else failure()
-
-
-def register_initial_policy(project: Path) -> int:
-    cfg = load_config(project / "params.yaml")
-    policy_dir = project / "runs" / "initial_policy"
-    build_policy(cfg.agent, seed=0).save(policy_dir)
-    registry = ModelRegistry.from_config(cfg, root=project)
-    version = registry.register_checkpoint(
-        policy_dir, round=0, algorithm="distrl", policy_version=0, data_version=""
-    )
-    registry.set_behavior(version)
-    return version
 
 
 def test_distrl_round_labeled_by_gemini_registers_a_version(tmp_path: Path) -> None:

@@ -35,16 +35,16 @@ pytestmark = pytest.mark.integration
 DIM = 1408
 
 
-@pytest.fixture(scope="module")
-def collected(tmp_path_factory) -> tuple[list[dict], object]:
-    """Oracle-labeled rows of one scripted round: some trajectories succeed, some do not."""
+def _scripted_round(workdir, sim_seed: int, algorithm: dict) -> tuple[list[dict], object, object]:
+    """Oracle-labeled rows of one scripted round, its config, and a behaviour policy cloned on
+    every step of it (good and bad alike: see the module docstring)."""
     torch.set_num_threads(1)
-    workdir = tmp_path_factory.mktemp("sim-round")
     cfg = config_from_dict(
         {
-            "sim": {"port": 0, "expert_mistake_rate": 0.5, "seed": 3},
+            "sim": {"port": 0, "expert_mistake_rate": 0.5, "seed": sim_seed},
             "env": {"horizon_general": 4},
             "orchestration": {"devices_per_worker": 4, "episodes_per_device": 3},
+            "algorithm": algorithm,
             # free decoding: the expert's actions carry free-text plans ("[mistake: ...]") that
             # the action grammar does not admit, and the policy here plays the expert's role
             "agent": {"max_new_tokens": 160, "constrained_decoding": False},
@@ -64,6 +64,12 @@ def collected(tmp_path_factory) -> tuple[list[dict], object]:
     weights = workdir / "behaviour"
     behaviour.save(weights)
     return rows, cfg, weights
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> tuple[list[dict], object, object]:
+    """One scripted round: some trajectories succeed, some do not."""
+    return _scripted_round(tmp_path_factory.mktemp("sim-round"), 3, {})
 
 
 def _groups(rows: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -149,31 +155,8 @@ def test_update_favours_successful_behaviour(collected, name: str, tmp_path) -> 
 @pytest.fixture(scope="module")
 def grouped(tmp_path_factory) -> tuple[list[dict], object, object]:
     """A round planned in groups (GRPO / GiGPO): 3 goals x 4 attempts, spread over 4 devices."""
-    torch.set_num_threads(1)
-    workdir = tmp_path_factory.mktemp("sim-groups")
-    cfg = config_from_dict(
-        {
-            "sim": {"port": 0, "expert_mistake_rate": 0.5, "seed": 5},
-            "env": {"horizon_general": 4},
-            "orchestration": {"devices_per_worker": 4, "episodes_per_device": 3},
-            "algorithm": {"name": "grpo", "group": {"size": 4}},
-            "agent": {"max_new_tokens": 160, "constrained_decoding": False},
-        }
-    )
-    collect.run(
-        cfg, collect.CollectRequest(round=1, policy="scripted", progress=False), workdir=workdir
-    )
-    label.run(cfg, round=1, workdir=workdir)
-    rows = read_shards(common.labeled_dir(cfg, workdir)).to_pylist()
-    behaviour = build_policy(cfg.agent, seed=0)
-    demos = [
-        Demo(r["prompt"], np.asarray(r["image_features"], np.float16), r["action"], "")
-        for r in rows
-    ]
-    train_sft(behaviour, demos, SFTSettings(steps=40, batch_size=8, lr=1e-3, warmup_steps=5))
-    weights = workdir / "behaviour"
-    behaviour.save(weights)
-    return rows, cfg, weights
+    algorithm = {"name": "grpo", "group": {"size": 4}}
+    return _scripted_round(tmp_path_factory.mktemp("sim-groups"), 5, algorithm)
 
 
 def test_collection_plans_each_goal_as_a_group_over_the_devices(grouped) -> None:
