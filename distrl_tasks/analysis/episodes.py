@@ -344,9 +344,16 @@ def learning_curves(metrics: pd.DataFrame, keys: Sequence[str] | None = None) ->
     """Metric values by step (the round, for stage metrics): rows = step, columns = key.
 
     ``keys`` may hold exact names or namespace prefixes ending in ``/`` (default: success
-    rates, losses and train metrics). The last logged value of a step wins.
+    rates, losses, train metrics and the critic's calibration). The last logged value of a step
+    wins.
     """
-    keys = keys or ("rollout/success_rate", "eval/success_rate", "losses/", "train/")
+    keys = keys or (
+        "rollout/success_rate",
+        "eval/success_rate",
+        "losses/",
+        "train/",
+        "critic/",  # calibration: V against its targets and the measured success
+    )
     _require(metrics, ("key", "step", "value"), "learning_curves")
     wanted = metrics[
         metrics["key"].map(

@@ -262,16 +262,17 @@ def test_metrics_from_mlflow_and_learning_curves(tmp_path: Path) -> None:
     for rnd, rate, loss in ((1, 0.25, 2.0), (2, 0.75, 1.5)):
         with tracker.round_run(rnd) as parent, parent.stage_run("train") as run:
             run.log_metrics({"rollout/success_rate": rate, "losses/actor": loss}, step=rnd)
-            run.log_metrics({"perf/steps_per_s": 9.0}, step=rnd)
+            run.log_metrics({"perf/steps_per_s": 9.0, "critic/brier": 0.3 / rnd}, step=rnd)
     metrics = A.load_metrics(cfg, tmp_path)
     assert set(metrics["stage"]) == {"train"} and set(metrics["round"]) == {1, 2}
     curves = A.learning_curves(metrics)
-    assert list(curves.columns) == ["losses/actor", "rollout/success_rate"]  # perf/ left out
+    # perf/ left out; the critic's calibration in
+    assert list(curves.columns) == ["critic/brier", "losses/actor", "rollout/success_rate"]
     assert curves["rollout/success_rate"].to_dict() == {1: 0.25, 2: 0.75}
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 3)
     drawn = A.plot_learning_curves(list(axes), curves)
-    np.testing.assert_allclose(drawn[0].lines[0].get_ydata(), [2.0, 1.5])
-    with pytest.raises(ValueError, match="2 curves need as many axes, got 1"):
+    np.testing.assert_allclose(drawn[1].lines[0].get_ydata(), [2.0, 1.5])
+    with pytest.raises(ValueError, match="3 curves need as many axes, got 1"):
         A.plot_learning_curves([axes[0]], curves)
     plt.close(fig)
 
