@@ -213,6 +213,21 @@ def pid_of(package: str) -> int:
     return 2000 + int(hashlib.sha1(package.encode()).hexdigest(), 16) % 20000
 
 
+def task_id_of(package: str) -> int:
+    """A stable task id per app (``am stack list``, ``dumpsys activity recents``)."""
+    return 100 + int(hashlib.sha1(b"task:" + package.encode()).hexdigest(), 16) % 900
+
+
+def _recent_packages(phone: Phone) -> list[str]:
+    """Tasks front to back: the front app, the apps behind it, the launcher's home task."""
+    front = front_package(phone)
+    behind = [front_package_of(phone, a) for a in reversed(phone.recents)]
+    tasks = [front] + [p for p in dict.fromkeys(behind) if p != front]
+    if front != LAUNCHER:
+        tasks.append(LAUNCHER)
+    return tasks
+
+
 def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     service = args[0] if args else ""
     pkg = front_package(sh.phone)
@@ -258,6 +273,14 @@ def _dumpsys(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
             "  mCurrentRotation=ROTATION_0\n"
             f"  mFocusedApp=ActivityRecord{{8f3c1d2 u0 {pkg}/{act} t17}}\n"
         )
+    elif service == "activity" and args[1:2] == ["recents"]:
+        rows = [
+            f"  * Recent #{i}: Task{{{pid_of(p):x} #{task_id_of(p)} type=standard A={p}}}\n"
+            f"    id={task_id_of(p)} userId=0 realActivity={p}/{activity_of(p)}\n"
+            for i, p in enumerate(_recent_packages(sh.phone))
+            if p != LAUNCHER
+        ]
+        text = "ACTIVITY MANAGER RECENT TASKS (dumpsys activity recents)\n" + "".join(rows)
     elif service == "activity":
         text = (
             "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n"
@@ -354,11 +377,15 @@ def _settings(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 
 def _svc(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
-    keys = {"wifi": "global/wifi_on", "data": "global/mobile_data"}
+    keys = {
+        "wifi": "global/wifi_on",
+        "data": "global/mobile_data",
+        "bluetooth": "global/bluetooth_on",
+    }
     if len(args) >= 2 and args[0] in keys and args[1] in ("enable", "disable"):
         sh.settings[keys[args[0]]] = "1" if args[1] == "enable" else "0"
         return b"", b"", 0
-    return error_result("usage: svc wifi|data enable|disable")
+    return error_result("usage: svc wifi|data|bluetooth enable|disable")
 
 
 # ----- packages and activities -----------------------------------------------------------------
@@ -429,20 +456,31 @@ FEATURES = (
 def _stack_list(phone: Phone) -> str:
     """``am stack list``: the front task visible, the tasks behind it not."""
     w, h = phone.display_size
-    front = front_package(phone)
-    behind = [front_package_of(phone, a) for a in reversed(phone.recents)]
-    tasks = [front] + [p for p in dict.fromkeys(behind) if p != front]
-    if front != LAUNCHER:
-        tasks.append(LAUNCHER)
     lines = [f"RootTask id=1 bounds=[0,0][{w},{h}] displayId=0 userId=0"]
-    for i, pkg in enumerate(tasks):
+    for i, pkg in enumerate(_recent_packages(phone)):
         act = activity_of(pkg)
         full = pkg + act if act.startswith(".") else act
         lines.append(
-            f"  taskId={100 + i}: {pkg}/{act} bounds=[0,0][{w},{h}] userId=0 "
+            f"  taskId={task_id_of(pkg)}: {pkg}/{act} bounds=[0,0][{w},{h}] userId=0 "
             f"visible={'true' if i == 0 else 'false'} topActivity=ComponentInfo{{{pkg}/{full}}}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _remove_task(phone: Phone, task: str) -> CmdResult:
+    """``am stack remove ID``: the task is gone from the recents; the front one finishes."""
+    by_id = {str(task_id_of(p)): p for p in _recent_packages(phone) if p != LAUNCHER}
+    pkg = by_id.get(task)
+    if pkg is None:
+        return b"", b"", 0  # no such task: nothing to remove, as on a device
+    if front_package(phone) == pkg:
+        phone.go_home()
+    phone.recents = [a for a in phone.recents if front_package_of(phone, a) != pkg]
+    phone.came_from.pop(pkg, None)
+    if pkg in phone.apps:
+        phone.apps[pkg].reset()
+    phone._touch()
+    return b"", b"", 0
 
 
 def _am_failed(message: str) -> CmdResult:
@@ -459,7 +497,7 @@ def _am(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
     if verb == "stack" and rest[:1] == ["list"]:
         return _stack_list(phone).encode(), b"", 0
     if verb == "stack" and rest[:1] == ["remove"] and len(rest) > 1:
-        return b"", b"", 0  # the task's record goes; nothing the simulator draws depends on it
+        return _remove_task(phone, rest[1])
     if verb == "broadcast":
         action = rest[rest.index("-a") + 1] if "-a" in rest[:-1] else None
         intent = f"act={action} flg=0x400000" if action else "flg=0x400000"

@@ -193,6 +193,13 @@ def test_android_world_typing_settings_and_services(parser, farm) -> None:
     generic(parser, "shell", "settings", "put", "system", "screen_brightness", "255")
     airplane = generic(parser, "shell", "settings", "get", "global", "airplane_mode_on")
     assert int(airplane.generic.output.decode().strip()) == 0  # check_airplane_mode's int()
+    generic(parser, "shell", "svc", "bluetooth", "enable")  # toggle_bluetooth
+    # close_recents: every task id of `dumpsys activity recents` removed with `am stack remove`
     recents = generic(parser, "shell", "dumpsys", "activity", "recents")
-    for task_id in re.findall(r"id=(\d+)", recents.generic.output.decode()):
+    ids = re.findall(r"id=(\d+)", recents.generic.output.decode())
+    assert ids  # Chrome's task at least
+    for task_id in ids:
         generic(parser, "shell", "am", "stack", "remove", task_id)
+    assert current_activity(parser).startswith("com.google.android.apps.nexuslauncher/")
+    tasks = generic(parser, "shell", "am", "stack", "list").generic.output.decode()
+    assert "com.android.chrome" not in tasks
