@@ -120,6 +120,7 @@ class GroupRelative:
         slots = np.asarray(replay.slots, dtype=np.int64)
         if len(slots) == 0:
             raise ValueError("prepare_round: the replay buffer is empty")
+        steps_grouped = self.name == "gigpo" and self.step_weight > 0
         group_of: dict[tuple[int, str], int] = {}
         traj_group, traj_return, step_rows = [], [], []
         for slot in slots.tolist():
@@ -132,6 +133,9 @@ class GroupRelative:
             traj_group.append(g)
             traj_return.append(float(np.sum(rewards)))
             returns = t.column("mc_return").to_numpy(zero_copy_only=False).astype(np.float64)
+            if not steps_grouped:  # GRPO: no anchor states, nothing to hash
+                step_rows.append((g, returns, []))
+                continue
             shots = t.column("screenshot_png").to_pylist()
             prompts = t.column("prompt").to_pylist()
             step_rows.append(
@@ -145,7 +149,7 @@ class GroupRelative:
         sizes = np.bincount(np.asarray(traj_group))
         per_step = [np.full(len(r), a) for (_, r, _), a in zip(step_rows, episode_adv, strict=True)]
         shared = 0.0
-        if self.name == "gigpo" and self.step_weight > 0:
+        if steps_grouped:
             anchors: dict[tuple[int, str], int] = {}
             ids, values, where = [], [], []
             for i, (g, returns, keys) in enumerate(step_rows):

@@ -277,9 +277,8 @@ def _plan(
     )
     seed = f"{cfg.sim.seed}/{req.round}/{req.worker}/{req.split}"
     assert req.episodes_per_device is not None  # resolved
-    group = cfg.algorithm.group.size if cfg.algorithm.name in ("grpo", "gigpo") else 1
-    if req.split != "train":
-        group = 1  # evaluation-like splits: every goal its own draw
+    # evaluation-like splits: every goal its own draw
+    group = curriculum.attempts_per_goal(cfg) if req.split == "train" else 1
     plan = curriculum.plan_goals(
         goals, serials, req.episodes_per_device, seed, probs, group_size=group
     )

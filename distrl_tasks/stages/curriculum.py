@@ -73,6 +73,12 @@ def goal_outcomes(
     return attempts, successes
 
 
+def attempts_per_goal(cfg: Config) -> int:
+    """Attempts each drawn goal gets in a training round: ``algorithm.group.size`` for the
+    group-relative algorithms (GRPO, GiGPO), 1 otherwise."""
+    return cfg.algorithm.group.size if cfg.algorithm.name in ("grpo", "gigpo") else 1
+
+
 def plan_goals(
     goals: list[str],
     serials: list[str],

@@ -7,37 +7,12 @@ stages, the evaluation runner, the tests) builds it here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from functools import partial
 
-from distrl_tasks.config import SimConfig
+from distrl_tasks.sim import serving
 from distrl_tasks.sim.farm import DeviceFarm
-from distrl_tasks.sim.serving import RunningFarm
-from distrl_tasks.sim.serving import running_farm as _serve_farm
 from distrl_tasks.tasks.parse import parse_goal
 
-
-def device_farm(
-    n_devices: int,
-    seed: int = 0,
-    sim_cfg: SimConfig | None = None,
-    dynamics: str = "static",
-) -> DeviceFarm:
-    """A :class:`~distrl_tasks.sim.farm.DeviceFarm` whose ``simctl task set`` parses our goals."""
-    return DeviceFarm(n_devices, seed, sim_cfg, dynamics=dynamics, goal_parser=parse_goal)
-
-
-@contextmanager
-def running_farm(
-    devices: int = 2,
-    seed: int = 0,
-    sim_cfg: SimConfig | None = None,
-    port: int = 0,
-    host: str | None = None,
-    dynamics: str = "static",
-) -> Iterator[RunningFarm]:
-    """:func:`distrl_tasks.sim.serving.running_farm` with the project's goal parser."""
-    with _serve_farm(
-        devices, seed, sim_cfg, port=port, host=host, dynamics=dynamics, goal_parser=parse_goal
-    ) as served:
-        yield served
+# The simulator's own factories with the goal parser filled in (same arguments otherwise).
+device_farm = partial(DeviceFarm, goal_parser=parse_goal)
+running_farm = partial(serving.running_farm, goal_parser=parse_goal)

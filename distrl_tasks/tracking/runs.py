@@ -32,9 +32,6 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from distrl_tasks.tracking.params import MAX_TAG_LENGTH, SecretFilter
-
-# The run handle, its tags and metric naming live in run_handle; imported back so
-# `from distrl_tasks.tracking.runs import X` keeps working.
 from distrl_tasks.tracking.run_handle import (
     ERROR_TAG,  # noqa: F401
     KIND_TAG,
@@ -46,6 +43,10 @@ from distrl_tasks.tracking.run_handle import (
     RunHandle,
     check_metric_name,  # noqa: F401
 )
+
+# The run handle, its tags and metric naming live in run_handle; imported back so
+# `from distrl_tasks.tracking.runs import X` keeps working.
+from distrl_tasks.tracking.stores import local_store_file
 
 if TYPE_CHECKING:
     from distrl_tasks.config import Config
@@ -77,12 +78,11 @@ def resolve_tracking_uri(uri: str, root: str | Path = ".") -> str:
                 f"tracking.tracking_uri: {uri!r} is an in-memory or malformed SQLite URI; "
                 "use sqlite:///relative/path.db or sqlite:////absolute/path.db"
             )
-        path_part, sep, query = uri[len("sqlite:///") :].partition("?")
-        if path_part in ("", ":memory:"):
+        path = local_store_file(uri, base)
+        if path is None:
             raise ValueError(f"tracking.tracking_uri: {uri!r} names no database file")
-        path = Path(path_part)
-        path = path if path.is_absolute() else base / path
         path.parent.mkdir(parents=True, exist_ok=True)
+        _, sep, query = uri.partition("?")
         return f"sqlite:///{path}{sep}{query}"
     if "://" in uri or uri.startswith("databricks"):
         return uri

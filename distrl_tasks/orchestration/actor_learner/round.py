@@ -74,7 +74,7 @@ def continuous_round(
     goals = load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
     serials = list(record.get("serials") or [])[: o.workers * o.devices_per_worker]
     probs, _ = curriculum.curriculum_probabilities(cfg, goals, common.labeled_dir(cfg, workdir))
-    group = cfg.algorithm.group.size if cfg.algorithm.name in ("grpo", "gigpo") else 1
+    group = curriculum.attempts_per_goal(cfg)
     plan = curriculum.plan_goals(
         goals,
         serials,
