@@ -36,7 +36,9 @@ import numpy as np
 import torch
 
 from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.algorithms import train_state as ts
 from distrl_tasks.protocol.actions import format_action, parse_action
+from distrl_tasks.protocol.files import atomic_directory
 from distrl_tasks.protocol.observation import Observation, format_prompt
 
 MISTAKE_PLAN = "mistake"  # the expert's plan text marks its injected mistakes with this prefix
@@ -117,7 +119,16 @@ class SFTSettings:
     warmup_steps: int = 20  # linear warmup, then cosine decay to ``lr_floor * lr``
     lr_floor: float = 0.1
     max_grad_norm: float = 1.0
-    time_budget_s: float | None = None  # stop early once training took this long
+    time_budget_s: float | None = None  # stop early once training took this long (this part)
+    # Plateau stopping (with held-out demonstrations): ``steps`` is then the ceiling. The
+    # held-out loss is measured every ``eval_every`` steps; training stops once it has not
+    # fallen by ``min_improvement`` (relative) for ``patience`` measurements in a row, and the
+    # weights of the best measurement are kept. The rate stays at ``lr`` after warmup (a
+    # cosine tied to a ceiling nobody reaches would decide the result instead of the data).
+    eval_every: int = 0  # 0 = no held-out measurement, train ``steps`` on a cosine schedule
+    patience: int = 4
+    min_improvement: float = 0.01
+    heldout_examples: int = 512  # held-out examples measured (a fixed, seeded subset)
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1 or self.warmup_steps < 0:
@@ -127,6 +138,11 @@ class SFTSettings:
             )
         if not (self.lr > 0 and 0 <= self.lr_floor <= 1 and self.max_grad_norm > 0):
             raise ValueError("SFT needs lr > 0, lr_floor in [0, 1] and max_grad_norm > 0")
+        if self.eval_every < 0 or self.patience < 1 or not 0 <= self.min_improvement < 1:
+            raise ValueError(
+                "SFT needs eval_every >= 0, patience >= 1 and min_improvement in [0, 1); got "
+                f"{self.eval_every}, {self.patience}, {self.min_improvement}"
+            )
 
 
 @dataclass
@@ -135,8 +151,12 @@ class SFTResult:
 
     steps: int = 0
     examples: int = 0
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # over every part of a resumed run
     losses: list[float] = field(default_factory=list)  # mean token NLL per logged interval
+    heldout: list[tuple[int, float]] = field(default_factory=list)  # (step, held-out NLL)
+    best_step: int | None = None  # step whose weights were kept (plateau stopping)
+    stopped: str = "steps"  # "steps", "plateau", or "time_budget" (a part ended; resumable)
+    parts: int = 1  # invocations that trained this result (resume adds one)
 
 
 def lr_scale(step: int, total: int, warmup: int, floor: float) -> float:
@@ -147,6 +167,56 @@ def lr_scale(step: int, total: int, warmup: int, floor: float) -> float:
     return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def heldout_loss(policy: AutoUIPolicy, demos: Sequence[Demo], batch_size: int = 32) -> float:
+    """Mean teacher-forced NLL per target token of ``demos`` (no gradient, eval mode)."""
+    if not demos:
+        raise ValueError("heldout_loss needs at least one demonstration")
+    was_training = policy.model.training
+    policy.model.eval()
+    total = tokens = 0.0
+    with torch.no_grad():
+        for i in range(0, len(demos), batch_size):
+            batch = demos[i : i + batch_size]
+            scores = policy.score(
+                [d.observation() for d in batch], [d.target for d in batch], constrained=False
+            )
+            total -= float(scores.token_log_probs.sum())
+            tokens += float(scores.lengths.sum())
+    policy.model.train(was_training)
+    return total / max(tokens, 1.0)
+
+
+STATE_JSON = "sft_state.json"
+
+
+def _save_state(
+    directory: Path,
+    policy: AutoUIPolicy,
+    optimizer: torch.optim.Optimizer,
+    best: dict[str, torch.Tensor] | None,
+    state: dict[str, Any],
+) -> None:
+    """The loop's whole state, atomically (weights, best weights, optimizer, counters, RNG)."""
+    with atomic_directory(directory) as tmp:
+        ts.save_module(policy.model, tmp / "model.safetensors")
+        if best is not None:
+            ts.save_tensors(best, tmp / "best.safetensors")
+        tensors, meta = ts.optimizer_to_files(optimizer)
+        ts.save_tensors(tensors, tmp / "optimizer.safetensors")
+        ts.write_json(tmp / STATE_JSON, {**state, "optimizer": meta})
+
+
+def _load_state(
+    directory: Path, policy: AutoUIPolicy, optimizer: torch.optim.Optimizer
+) -> tuple[dict[str, Any], dict[str, torch.Tensor] | None]:
+    state = ts.read_json(directory / STATE_JSON)
+    ts.load_module(policy.model, directory / "model.safetensors")
+    ts.optimizer_from_files(optimizer, ts.load_tensors(directory / "optimizer.safetensors"),
+                            state.pop("optimizer"))  # fmt: skip
+    best_file = directory / "best.safetensors"
+    return state, (ts.load_tensors(best_file) if best_file.is_file() else None)
+
+
 def train_sft(
     policy: AutoUIPolicy,
     demos: Sequence[Demo],
@@ -155,25 +225,75 @@ def train_sft(
     seed: int = 0,
     log_every: int = 25,
     callback: Callable[[int, float, float], None] | None = None,
+    heldout: Sequence[Demo] = (),
+    state_dir: str | Path | None = None,
 ) -> SFTResult:
     """Teacher-forced maximum likelihood of the demo actions (mean NLL per target token).
 
     Batches walk through seeded random permutations of ``demos`` (every example once per
     epoch). ``callback(step, mean_loss, elapsed_s)`` is called every ``log_every`` steps.
+
+    With ``heldout`` demonstrations and ``settings.eval_every``, training stops when the
+    held-out loss plateaus (see :class:`SFTSettings`) and the best measured weights are kept.
+    With ``state_dir``, the loop's state is saved at every held-out measurement and when a part
+    ends (``settings.time_budget_s``); calling again with the same arguments resumes from it,
+    so a run of hours can go in parts (a run that reached its step ceiling goes on when called
+    with a higher one). ``result.stopped`` says why this call ended.
     """
     if not demos:
         raise ValueError("train_sft needs at least one demonstration")
+    plateau = settings.eval_every > 0 and len(heldout) > 0
     rng = np.random.default_rng(seed)
+    if plateau and len(heldout) > settings.heldout_examples:
+        pick = np.random.default_rng(seed + 1).choice(
+            len(heldout), settings.heldout_examples, replace=False
+        )
+        heldout = [heldout[i] for i in sorted(pick.tolist())]
     params = [p for p in policy.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     result, order, window = SFTResult(), [], []
+    best: dict[str, torch.Tensor] | None = None
+    best_loss, stale, wall_before = math.inf, 0, 0.0
+    state_path = Path(state_dir) if state_dir is not None else None
+    if state_path is not None and (state_path / STATE_JSON).is_file():
+        saved, best = _load_state(state_path, policy, optimizer)
+        order, rng = list(saved["order"]), ts.numpy_rng_from_json(saved["rng"])
+        result = SFTResult(
+            steps=saved["steps"], examples=saved["examples"], losses=list(saved["losses"]),
+            heldout=[(int(s), float(v)) for s, v in saved["heldout"]],
+            best_step=saved["best_step"], parts=saved["parts"] + 1,
+        )  # fmt: skip
+        best_loss, stale, wall_before = saved["best_loss"], saved["stale"], saved["wall_s"]
+        finished = saved["stopped"] == "plateau" or (
+            saved["stopped"] == "steps" and saved["steps"] >= settings.steps
+        )  # a part cut short, or a ceiling raised since, goes on
+        if finished:
+            result.stopped = saved["stopped"]
+            if best is not None:
+                policy.model.load_state_dict(best)
+            policy.model.eval()
+            result.wall_s = wall_before
+            return result
+
+    def snapshot(stopped: str) -> None:
+        if state_path is None:
+            return
+        _save_state(state_path, policy, optimizer, best, {
+            "steps": result.steps, "examples": result.examples, "losses": result.losses,
+            "heldout": result.heldout, "best_step": result.best_step, "best_loss": best_loss,
+            "stale": stale, "order": order, "rng": rng.bit_generator.state, "parts": result.parts,
+            "wall_s": wall_before + time.perf_counter() - start, "stopped": stopped,
+        })  # fmt: skip
+
     start = time.perf_counter()
     policy.model.train()
-    for step in range(settings.steps):
+    result.stopped = "steps"
+    for step in range(result.steps, settings.steps):
         if (
             settings.time_budget_s is not None
             and time.perf_counter() - start > settings.time_budget_s
         ):
+            result.stopped = "time_budget"
             break
         while len(order) < settings.batch_size:
             order.extend(rng.permutation(len(demos)).tolist())
@@ -181,7 +301,10 @@ def train_sft(
             [demos[i] for i in order[: settings.batch_size]],
             order[settings.batch_size :],
         )
-        scale = lr_scale(step, settings.steps, settings.warmup_steps, settings.lr_floor)
+        if plateau:
+            scale = min(1.0, (step + 1) / settings.warmup_steps) if settings.warmup_steps else 1.0
+        else:
+            scale = lr_scale(step, settings.steps, settings.warmup_steps, settings.lr_floor)
         for group in optimizer.param_groups:
             group["lr"] = settings.lr * scale
         scores = policy.score(
@@ -200,8 +323,23 @@ def train_sft(
             window = []
             if callback is not None:
                 callback(result.steps, result.losses[-1], time.perf_counter() - start)
+        if plateau and result.steps % settings.eval_every == 0:
+            value = heldout_loss(policy, heldout)
+            result.heldout.append((result.steps, value))
+            if value < best_loss * (1.0 - settings.min_improvement):
+                best_loss, stale, result.best_step = value, 0, result.steps
+                best = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
+            else:
+                stale += 1
+            if stale >= settings.patience:
+                result.stopped = "plateau"
+                break
+            snapshot("time_budget")  # a crash or a kill resumes from here
+    snapshot(result.stopped)  # the last weights, so that a raised ceiling goes on from them
+    if result.stopped != "time_budget" and best is not None:
+        policy.model.load_state_dict(best)
     policy.model.eval()
-    result.wall_s = time.perf_counter() - start
+    result.wall_s = wall_before + time.perf_counter() - start
     return result
 
 

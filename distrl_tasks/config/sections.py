@@ -76,16 +76,20 @@ class AgentConfig:
     sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
     sft_lr: float = 1e-3  # peak SFT learning rate (from scratch: far above algorithm.lm_lr)
     base_checkpoint: str = "shipped"  # bootstrap starts here: shipped base, a dir, "" = fresh
-    pretrain_goals: int = 3000  # generated General goals of the pretrain corpus
-    pretrain_webshop_goals: int = 500  # generated WebShop goals of the pretrain corpus
-    pretrain_heldout_goals: int = 48  # other generated goals per task set, to measure the base
-    pretrain_episodes_per_device: int = 120  # General expert demonstrations per device
-    pretrain_webshop_episodes_per_device: int = 40  # WebShop expert demonstrations per device
+    pretrain_goals: int = 3000  # General training goals of the pretrain corpus (family-balanced)
+    pretrain_webshop_goals: int = 600  # WebShop training goals of the pretrain corpus
+    pretrain_search_share: float = 0.2  # web searches' share of the General corpus (AitW: 0.66)
+    pretrain_heldout_per_family: int = 8  # held-out generated goals per family, to measure it
+    pretrain_episodes_per_device: int = 200  # General expert demonstrations per device
+    pretrain_webshop_episodes_per_device: int = 60  # WebShop expert demonstrations per device
+    pretrain_heldout_episodes_per_device: int = 16  # expert demos on held-out goals (the loss)
     pretrain_mistake_rate: float = 0.2  # expert mistake-and-recovery rate of the corpus
-    pretrain_steps: int = 480  # behaviour-cloning optimizer steps
+    pretrain_steps: int = 20000  # ceiling; training stops when the held-out loss plateaus
+    pretrain_eval_every: int = 100  # optimizer steps between held-out loss measurements
+    pretrain_patience: int = 4  # measurements without a 1% improvement that end training
     pretrain_batch_size: int = 16  # demonstration steps per optimizer step
     pretrain_lr: float = 1e-3  # peak learning rate
-    pretrain_time_budget_s: float = 1080.0  # stop training after this long (0 = no limit)
+    pretrain_time_budget_s: float = 0.0  # end this part after this long; a rerun resumes (0 = none)
     pretrain_threads: int = (
         1  # torch threads while training (0 = all CPUs; 1 is faster on a busy box)
     )
@@ -118,12 +122,19 @@ class AgentConfig:
         _check(self.sft_steps >= 1, f"{key}.sft_steps", "must be >= 1")
         _check(self.sft_batch_size >= 1, f"{key}.sft_batch_size", "must be >= 1")
         _check(self.sft_lr > 0, f"{key}.sft_lr", "must be > 0")
-        for name in ("goals", "webshop_goals", "heldout_goals", "episodes_per_device"):
+        for name in ("goals", "webshop_goals", "episodes_per_device", "eval_every", "patience"):
+            _check(getattr(self, f"pretrain_{name}") >= 1, f"{key}.pretrain_{name}", "must be >= 1")
+        for name in ("webshop_episodes_per_device", "heldout_episodes_per_device"):
             _check(getattr(self, f"pretrain_{name}") >= 1, f"{key}.pretrain_{name}", "must be >= 1")
         _check(
-            self.pretrain_webshop_episodes_per_device >= 1,
-            f"{key}.pretrain_webshop_episodes_per_device",
-            "must be >= 1",
+            self.pretrain_heldout_per_family >= 1,
+            f"{key}.pretrain_heldout_per_family",
+            "must be >= 1 (the plateau and the card need held-out goals of every family)",
+        )
+        _check(
+            0.0 < self.pretrain_search_share < 1.0,
+            f"{key}.pretrain_search_share",
+            "must be in (0, 1)",
         )
         _check(
             0.0 <= self.pretrain_mistake_rate < 1.0,

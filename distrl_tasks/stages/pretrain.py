@@ -4,18 +4,25 @@ AutoUI-Base is a T5 cloned on the large AitW corpus; it already copies a goal's 
 TYPE field, and RL then improves its decisions. No model hub is reachable here, so :func:`run`
 builds the equivalent for the tiny policy:
 
-1. writes new goals of every family (:func:`~distrl_tasks.tasks.generators.generate_goals`,
-   never a test goal) as goal files, plus a held-out set of other generated goals;
+1. writes family-balanced training goals of both task sets
+   (:func:`~distrl_tasks.tasks.generators.balanced_corpus`: web searches a minority, every
+   family with its share, only the *text* of test goals kept out) and held-out goals of every
+   family, as goal files;
 2. records scripted-expert demonstrations on them in the ``sim.dynamics.bootstrap_profile`` world
-   (the shipped base: ``static``, the default when it was built), with the expert's
-   mistake-and-recovery rate (the collect stage, ``policy="scripted"``) as Parquet shards;
+   with the expert's mistake-and-recovery rate (the collect stage, ``policy="scripted"``) as
+   Parquet shards, plus mistake-free demonstrations on the held-out goals;
 3. fits a SentencePiece vocabulary on the corpus and behaviour-clones a fresh tiny policy (copy
-   head with match bias, :mod:`distrl_tasks.agents.autoui`) with the SFT loop;
-4. measures it on the held-out goals (success, typed-query match) and saves the checkpoint with a
-   model card (:mod:`distrl_tasks.agents.base`) to the output directory, atomically.
+   head with match bias, :mod:`distrl_tasks.agents.autoui`) with the SFT loop until the held-out
+   demonstrations' loss plateaus (``agent.pretrain_eval_every`` / ``pretrain_patience``; the
+   best measured weights are kept);
+4. measures it on every held-out goal (success overall and per family, typed-query match) and
+   saves the checkpoint with a model card (:mod:`distrl_tasks.agents.base`) to the output
+   directory, atomically.
 
-Idempotent: each step reuses its finished output (goal files, collect manifests, the final
-checkpoint) so a re-run after a crash redoes only what is missing.
+Idempotent and resumable: each step reuses its finished output (goal files, collect manifests,
+the final checkpoint), and training saves its whole state under ``runs/pretrain/sft_state`` at
+every held-out measurement, so a run of hours goes in parts (``agent.pretrain_time_budget_s``
+per part, or a kill) and the same command goes on from the last measurement.
 """
 
 from __future__ import annotations
@@ -51,7 +58,8 @@ from distrl_tasks.protocol.files import atomic_write_text, publish_dir
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.stages.common import tracker
 from distrl_tasks.tasks.base import GENERAL, TASK_SETS, WEBSHOP
-from distrl_tasks.tasks.generators import HeldOut, generate_goals
+from distrl_tasks.tasks.generators import balanced_corpus
+from distrl_tasks.tasks.taskset import load_goals
 
 PRETRAIN_DIR = Path("runs") / "pretrain"
 SKILL_KEYS = ("success_rate", "mean_steps", "invalid_rate", "episodes", "type_steps")
@@ -64,30 +72,42 @@ def _write_goals(path: Path, goals: list[str]) -> None:
     atomic_write_text(path, "\n".join(goals) + "\n")
 
 
-def write_goal_files(cfg: Config, work: Path, seed: int) -> dict[str, dict[str, int]]:
-    """Generated train goals and held-out goals per task set, as ``<set>_<split>.txt`` files
-    under ``work/goals`` (the layout ``env.data_dir`` reads). Returns their counts."""
+def write_goal_files(cfg: Config, work: Path, seed: int) -> dict[str, dict[str, Any]]:
+    """Family-balanced training goals and held-out goals per task set, as ``<set>_<split>.txt``
+    files under ``work/goals`` (the layout ``env.data_dir`` reads). Returns, per task set, the
+    counts per family (:func:`~distrl_tasks.tasks.generators.balanced_corpus`).
+
+    The AitW train file's goals join the generated ones; only the *text* of a test goal is kept
+    out (the AitW General train file holds every test goal verbatim), and the held-out goals,
+    which measure the base, are texts in neither the training goals nor the test files.
+    """
     pc = cfg.agent
     sizes = {GENERAL: pc.pretrain_goals, WEBSHOP: pc.pretrain_webshop_goals}
-    counts: dict[str, dict[str, int]] = {}
-    tests = HeldOut()
+    counts: dict[str, dict[str, Any]] = {}
     for i, task_set in enumerate(TASK_SETS):
-        train = generate_goals(sizes[task_set], seed=seed * 10 + i, task_set=task_set)
-        # held-out goals: neither test goals nor training goals
-        avoid = HeldOut(train)
-        avoid.texts |= tests.texts
-        avoid.keys |= tests.keys
-        held = generate_goals(
-            pc.pretrain_heldout_goals, seed=seed * 10 + i + 5, task_set=task_set, exclude=avoid
+        corpus = balanced_corpus(
+            task_set,
+            sizes[task_set],
+            pc.pretrain_heldout_per_family,
+            seed=seed * 10 + i,
+            search_share=pc.pretrain_search_share,
+            extra=load_goals(task_set, "train"),
         )
-        _write_goals(work / "goals" / f"{task_set}_train.txt", train)
-        _write_goals(work / "goals" / f"{task_set}_test.txt", held)
-        counts[task_set] = {"train": len(train), "heldout": len(held)}
+        _write_goals(work / "goals" / f"{task_set}_train.txt", corpus.train)
+        _write_goals(work / "goals" / f"{task_set}_test.txt", corpus.heldout)
+        counts[task_set] = {
+            "train": len(corpus.train),
+            "heldout": len(corpus.heldout),
+            "families": corpus.families,
+        }
     return counts
 
 
-def record_demos(cfg: Config, work: Path, progress: bool) -> tuple[list[Demo], dict[str, Any]]:
-    """Expert demonstrations on the generated goals of both task sets (collect stage)."""
+def record_demos(
+    cfg: Config, work: Path, progress: bool, *, heldout: bool = False
+) -> tuple[list[Demo], dict[str, Any]]:
+    """Expert demonstrations on the training goals of both task sets (collect stage), or, with
+    ``heldout``, mistake-free ones on the held-out goals (the loss that decides the plateau)."""
     pc = cfg.agent
     stats: dict[str, Any] = {}
     demos: list[Demo] = []
@@ -95,25 +115,30 @@ def record_demos(cfg: Config, work: Path, progress: bool) -> tuple[list[Demo], d
         set_cfg = dataclasses.replace(
             cfg,
             env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals")),
-            sim=dataclasses.replace(cfg.sim, expert_mistake_rate=pc.pretrain_mistake_rate),
+            sim=dataclasses.replace(
+                cfg.sim, expert_mistake_rate=0.0 if heldout else pc.pretrain_mistake_rate
+            ),
         )
         episodes = pc.pretrain_episodes_per_device
-        if task_set == WEBSHOP:
+        if heldout:
+            episodes = pc.pretrain_heldout_episodes_per_device
+        elif task_set == WEBSHOP:
             episodes = pc.pretrain_webshop_episodes_per_device
+        out_dir = work / ("demos_heldout" if heldout else "demos") / task_set
         out = collect.run(
             set_cfg,
             collect.CollectRequest(
                 round=0,
                 policy="scripted",
-                out_dir=work / "demos" / task_set,
+                out_dir=out_dir,
                 mode="async",
                 episodes_per_device=episodes,
-                split="train",
+                split="test" if heldout else "train",
                 progress=progress,
                 dynamics=cfg.sim.dynamics.bootstrap_profile,
             ),
         )
-        table = read_shards(work / "demos" / task_set).select(list(DEMO_COLUMNS))
+        table = read_shards(out_dir).select(list(DEMO_COLUMNS))
         set_demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)
         demos += set_demos
         stats[task_set] = {
@@ -160,6 +185,7 @@ def run(
     demos, demo_stats = record_demos(cfg, work, progress)
     if not demos:
         raise RuntimeError("pretrain: the expert produced no successful demonstration to clone")
+    heldout, _ = record_demos(cfg, work, progress, heldout=True)
     goals_text = [line for f in sorted((work / "goals").glob("*_train.txt")) for line in
                   f.read_text().splitlines()]  # fmt: skip
     texts = [d.prompt for d in demos] + [d.target for d in demos] + goals_text
@@ -180,6 +206,8 @@ def run(
             lr=pc.pretrain_lr,
             warmup_steps=min(100, pc.pretrain_steps // 10),
             time_budget_s=pc.pretrain_time_budget_s or None,
+            eval_every=pc.pretrain_eval_every,
+            patience=pc.pretrain_patience,
         )
         with tqdm(total=settings.steps, desc="pretrain", unit="step", disable=not progress) as bar:
 
@@ -187,9 +215,24 @@ def run(
                 bar.update(step - bar.n)
                 bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
 
-            result = train_sft(policy, demos, settings, seed=seed, callback=show)
+            result = train_sft(
+                policy,
+                demos,
+                settings,
+                seed=seed,
+                callback=show,
+                heldout=heldout,
+                state_dir=work / "sft_state",
+            )
     finally:
         torch.set_num_threads(previous_threads)
+    if result.stopped == "time_budget":
+        print(
+            f"pretrain: part {result.parts} ended after {pc.pretrain_time_budget_s:.0f} s at "
+            f"step {result.steps} (held-out loss {_last_heldout(result)}); run the same command "
+            "again to go on from there"
+        )
+        return {"stopped": "time_budget", "steps": result.steps, "parts": result.parts}
     tmp = final.with_name(final.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -206,6 +249,7 @@ def run(
             "sha256": corpus_sha256(work),
             "dynamics": cfg.sim.dynamics.bootstrap_profile,
             "mistake_rate": pc.pretrain_mistake_rate,
+            "search_share": pc.pretrain_search_share,
         },
         "training": {
             "steps": result.steps,
@@ -213,6 +257,10 @@ def run(
             "lr": settings.lr,
             "examples_seen": result.examples,
             "final_loss": result.losses[-1] if result.losses else None,
+            "heldout_loss": result.heldout,
+            "best_step": result.best_step,
+            "stopped": result.stopped,
+            "parts": result.parts,
             "train_wall_s": result.wall_s,
             "threads": pc.pretrain_threads or len(os.sched_getaffinity(0)),
         },
@@ -230,14 +278,15 @@ def run(
 
 
 def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) -> dict[str, Any]:
-    """Greedy success and typed-query match on the held-out generated goals of each task set,
-    static dynamics."""
+    """Greedy success and typed-query match on every held-out goal of each task set, in the
+    static world, overall and per family (``per_family``: success rate and episodes)."""
     out: dict[str, Any] = {}
     for task_set in TASK_SETS:
         static = dataclasses.replace(cfg.sim.dynamics, profile="static")
+        data_dir = str(work / "goals")
         set_cfg = dataclasses.replace(
             cfg,
-            env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals")),
+            env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=data_dir),
             sim=dataclasses.replace(cfg.sim, dynamics=static),  # skills of the static world
         )
         res = evaluate.run(
@@ -246,12 +295,21 @@ def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) ->
             checkpoint_dir=checkpoint,
             workdir=work,
             split="test",
-            n_tasks=cfg.agent.pretrain_heldout_goals,
+            n_tasks=len(load_goals(task_set, "test", data_dir)),
             task_set=task_set,
             progress=progress,
         )
-        out[f"heldout_{task_set}"] = {k: res[k] for k in SKILL_KEYS if k in res}
+        skill = {k: res[k] for k in SKILL_KEYS if k in res}
+        skill["per_family"] = {
+            family: {"success_rate": f["success_rate"], "episodes": f["episodes"]}
+            for family, f in res["per_family"].items()
+        }
+        out[f"heldout_{task_set}"] = skill
     return out
+
+
+def _last_heldout(result: Any) -> str:
+    return f"{result.heldout[-1][1]:.4f}" if result.heldout else "not measured yet"
 
 
 def _log(cfg: Config, workdir: str | os.PathLike, card: dict[str, Any], final: Path) -> None:
@@ -269,6 +327,8 @@ def _log(cfg: Config, workdir: str | os.PathLike, card: dict[str, Any], final: P
             for key, value in skill.items():
                 if isinstance(value, int | float):
                     metrics[f"eval/{name}_{key}"] = float(value)
+            for family, stats in skill.get("per_family", {}).items():
+                metrics[f"eval/{name}_family_{family}"] = float(stats["success_rate"])
         run.log_metrics(metrics)
         run.log_dict(card, CARD_FILE)
         run.set_tags({"checkpoint_dir": str(final)})

@@ -60,7 +60,8 @@ TINY = {
         # a base rebuild that fits a test: a handful of goals, demos and steps
         "pretrain_goals": 16,
         "pretrain_webshop_goals": 8,
-        "pretrain_heldout_goals": 2,
+        "pretrain_heldout_per_family": 1,
+        "pretrain_heldout_episodes_per_device": 1,
         "pretrain_episodes_per_device": 2,
         "pretrain_webshop_episodes_per_device": 1,
         "pretrain_steps": 3,

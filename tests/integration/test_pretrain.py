@@ -21,7 +21,9 @@ def small_cfg() -> Config:
             cfg.agent,
             pretrain_goals=30,
             pretrain_webshop_goals=10,
-            pretrain_heldout_goals=2,
+            pretrain_heldout_per_family=1,
+            pretrain_heldout_episodes_per_device=1,
+            pretrain_eval_every=2,
             pretrain_episodes_per_device=2,
             pretrain_webshop_episodes_per_device=1,
             pretrain_steps=3,
@@ -38,14 +40,20 @@ def test_pretrain_writes_a_loadable_base_with_its_card(tmp_path: Path) -> None:
     goals = tmp_path / "runs" / "pretrain" / "goals"
     train = (goals / "general_train.txt").read_text().splitlines()
     held = (goals / "general_test.txt").read_text().splitlines()
-    assert len(train) == 30 and len(held) == 2
-    tests = HeldOut()
+    assert len(train) == 30 and len(held) == 15  # one held-out goal of each General family
+    tests = HeldOut(match_tasks=False)
     assert not any(g in tests for g in train + held)
     assert not {normalise(g) for g in held} & {normalise(g) for g in train}
+    assert card["corpus"]["goals"]["general"]["families"]["web_search"]["train"] == 6
     assert card["command"] == "distrl pretrain test" and card["seed"] == 1
     assert card["training"]["steps"] == 3 and card["corpus"]["examples"] >= 1
+    assert card["training"]["heldout_loss"][0][0] == 2  # measured every 2 steps
+    assert card["training"]["stopped"] == "steps"  # 3 steps are too few to plateau
     assert set(card["skills"]) == {"heldout_general", "heldout_webshop"}
-    assert 0.0 <= card["skills"]["heldout_general"]["success_rate"] <= 1.0
+    general = card["skills"]["heldout_general"]
+    assert 0.0 <= general["success_rate"] <= 1.0
+    assert sum(f["episodes"] for f in general["per_family"].values()) == general["episodes"]
+    assert len(general["per_family"]) == 15
     assert json.loads((out / CARD_FILE).read_text())["corpus"] == card["corpus"]
     assert not (tmp_path / "base.tmp").exists()
     loaded = load_base(str(out))

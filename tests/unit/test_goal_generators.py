@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from distrl_tasks.tasks.base import TASK_SETS
 from distrl_tasks.tasks.generators import (
     PATTERNS,
     HeldOut,
+    balanced_corpus,
+    family_shares,
     generate_goals,
     normalise,
     task_key,
@@ -67,3 +71,37 @@ def test_bad_arguments() -> None:
         generate_goals(1, task_set="nope")
     with pytest.raises(ValueError, match="run out"):
         generate_goals(500, families=["check_email"])
+
+
+def test_balanced_corpus_gives_every_family_its_share() -> None:
+    extra = load_goals("general", "train")
+    corpus = balanced_corpus("general", 3000, 8, seed=0, extra=extra)
+    assert len(corpus.train) == 3000
+    counts = Counter(parse_goal(g).family for g in corpus.train)
+    assert counts["web_search"] == 600  # 20%: a minority, not AitW's two thirds
+    others = [n for f, n in counts.items() if f != "web_search"]
+    assert len(others) == 14 and max(others) - min(others) <= 1
+    # only the text of test goals is kept out, so the slot-free families have goals too
+    tests = {normalise(g) for ts in TASK_SETS for g in load_goals(ts, "test")}
+    assert not {normalise(g) for g in corpus.train + corpus.heldout} & tests
+    assert corpus.families["chrome_new"]["distinct"] >= 20
+    assert corpus.families["show_notifications"]["distinct"] >= 10
+    # held-out goals: every family, texts never trained on
+    assert {parse_goal(g).family for g in corpus.heldout} == set(counts)
+    assert not {normalise(g) for g in corpus.heldout} & {normalise(g) for g in corpus.train}
+    assert all(f["heldout"] == 8 for f in corpus.families.values())
+    assert balanced_corpus("general", 3000, 8, seed=0, extra=extra) == corpus
+
+
+def test_balanced_corpus_quotas_sum_exactly_and_text_only_exclusion() -> None:
+    corpus = balanced_corpus("general", 31, 1, seed=2)
+    assert len(corpus.train) == 31
+    assert sum(f["train"] for f in corpus.families.values()) == 31
+    # another wording of a test task is fine for the corpus: only test *texts* are out
+    assert "Set alarm at 7pm" not in HeldOut(["Set an alarm for 7pm"], match_tasks=False)
+    assert "set an alarm for 7PM!" in HeldOut(["Set an alarm for 7pm"], match_tasks=False)
+    assert family_shares("webshop") == {"webshop": 1.0}
+    with pytest.raises(ValueError, match="search_share"):
+        family_shares("general", search_share=1.0)
+    with pytest.raises(ValueError, match="sizes"):
+        balanced_corpus("general", -1, 1)

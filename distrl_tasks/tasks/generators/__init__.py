@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from distrl_tasks.tasks.base import GENERAL, TASK_SETS, WEBSHOP, GoalParseError
 from distrl_tasks.tasks.generators import vocab as V
@@ -49,8 +50,32 @@ _SLOTS: dict[str, Sequence[str]] = {
     "hour": V.HOURS + V.HALF_HOURS,
     "when": _TIMES,
     "span": _SPANS,
+    "this_span": ("today", "this week", "this month"),
     "website": V.WEBSITES,
     "beds": ("1", "2", "3", "4"),
+    # phrasings of the slot-free families (their few fixed sentences are nearly all test goals)
+    "chrome": ("Chrome", "Google Chrome", "the Chrome app", "the Google Chrome app", "chrome"),
+    "tabkind": (
+        "tab",
+        "window",
+        "incognito tab",
+        "incognito window",
+        "private tab",
+        "private window",
+    ),
+    "mailbox": (
+        "email",
+        "emails",
+        "e-mail",
+        "gmail",
+        "mail",
+        "inbox",
+        "email inbox",
+        "gmail inbox",
+        "mail inbox",
+    ),
+    "notes_verb": ("Show", "Show me", "Open", "Check", "See"),
+    "notes_whose": ("my ", "the ", "all ", "my recent ", "the recent "),
 }
 
 # family -> (weight, patterns). Weights follow the AitW general train mix loosely, with the
@@ -145,24 +170,29 @@ PATTERNS: dict[str, tuple[float, tuple[str, ...]]] = {
     "chrome_new": (
         0.02,
         (
-            "Open a new tab in Chrome",
-            "Open a new window in Chrome",
-            "Open a new incognito tab in Google Chrome",
-            "Open a new private window in Chrome",
-            "Open a new Chrome tab",
-            "Open a new incognito window in the Chrome app",
-            "Open a new private tab in Google Chrome",
+            "Open a new {tabkind} in {chrome}",
+            "Open a new {tabkind} on {chrome}",
+            "Open a new Chrome {tabkind}",
+            "Open a new Google Chrome {tabkind}",
         ),
     ),
     "calendar_view": (
         0.02,
-        ("What's on my calendar for {span}?", "Show me my calendar for {span}"),
+        (
+            "What's on my calendar for {span}?",
+            "Whats on my calendar for {span}",
+            "Show me my calendar for {span}",
+            "Show my calendar for {span}",
+            "Open the calendar and show me {this_span}'s events",
+            "Open my calendar and show me {this_span}'s events",
+            "Open calendar and show {this_span}'s events",
+        ),
     ),
-    "check_email": (0.02, ("Check my email", "Read my email", "Open my inbox", "Show me my mail")),
-    "show_notifications": (
-        0.01,
-        ("Show my notifications", "Check my notifications", "Show me the recent notifications"),
+    "check_email": (
+        0.02,
+        ("Check my {mailbox}", "Read my {mailbox}", "Open my {mailbox}", "Show me my {mailbox}"),
     ),
+    "show_notifications": (0.01, ("{notes_verb} {notes_whose}notifications",)),
     "webshop": (
         1.0,
         (
@@ -189,15 +219,26 @@ def task_key(family: str, params: Mapping[str, str]) -> tuple[str, tuple[tuple[s
 
 
 class HeldOut:
-    """The goals generation must avoid: every test goal of both task sets (or the ones given)."""
+    """The goals generation must avoid: every test goal of both task sets (or the ones given).
 
-    def __init__(self, goals: Iterable[str] | None = None, data_dir: str = "") -> None:
+    Args:
+        goals: the goals to avoid (default: the test goals of both task sets).
+        data_dir: where the test goal files are (empty: the packaged ones).
+        match_tasks: also avoid other wordings of the same task (``(family, params)``); False
+            avoids only the text itself (case, spaces and punctuation ignored).
+    """
+
+    def __init__(
+        self, goals: Iterable[str] | None = None, data_dir: str = "", *, match_tasks: bool = True
+    ) -> None:
         if goals is None:
             goals = [g for ts in TASK_SETS for g in load_goals(ts, "test", data_dir)]
         self.texts: set[str] = set()
         self.keys: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         for goal in goals:
             self.texts.add(normalise(goal))
+            if not match_tasks:
+                continue
             try:
                 task = parse_goal(goal)
             except GoalParseError:
@@ -209,6 +250,8 @@ class HeldOut:
             return False
         if normalise(goal) in self.texts:
             return True
+        if not self.keys:
+            return False
         try:
             task = parse_goal(goal)
         except GoalParseError:
@@ -292,3 +335,110 @@ def _parses_as(goal: str, family: str) -> bool:
         return parse_goal(goal).family == family
     except GoalParseError:
         return False
+
+
+SEARCH_SHARE = 0.2  # web_search's share of a balanced General corpus (AitW's train file: 66%)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Goals of one task set for building a base: ``train`` (repeats allowed, family-balanced)
+    and ``heldout`` (distinct texts in neither ``train`` nor the test files), by family."""
+
+    train: list[str]
+    heldout: list[str]
+    families: dict[str, dict[str, int]]  # family -> {"train": goals, "distinct": texts, "heldout"}
+
+
+def family_shares(task_set: str, search_share: float = SEARCH_SHARE) -> dict[str, float]:
+    """Each family's share of a balanced corpus: web search ``search_share`` (when the task set
+    has other families), the rest split equally."""
+    names = [f for f in PATTERNS if FAMILY_SETS[f] == task_set]
+    if not names:
+        raise ValueError(f"unknown task set {task_set!r}; expected one of {TASK_SETS}")
+    others = [f for f in names if f != "web_search"]
+    if len(others) == len(names) or not others:
+        return {f: 1.0 / len(names) for f in names}
+    if not 0.0 < search_share < 1.0:
+        raise ValueError(f"search_share must be in (0, 1), got {search_share}")
+    return {f: (search_share if f == "web_search" else (1 - search_share) / len(others))
+            for f in names}  # fmt: skip
+
+
+def balanced_corpus(
+    task_set: str,
+    n_train: int,
+    heldout_per_family: int,
+    *,
+    seed: int = 0,
+    search_share: float = SEARCH_SHARE,
+    exclude: HeldOut | None = None,
+    extra: Sequence[str] = (),
+) -> Corpus:
+    """A family-balanced set of training goals and a held-out set, per family.
+
+    Every family gets ``share * n_train`` training goals (:func:`family_shares`). The pool of a
+    family is its distinct generated texts plus the goals of ``extra`` that parse as it (e.g. the
+    AitW train file); only the *text* of test goals is excluded (``exclude``, default: every
+    test goal of both task sets, text only), so a slot-free family such as "open a new Chrome
+    tab" keeps the wordings the test file lacks. Up to ``heldout_per_family`` texts of each pool
+    (a third of it at most, one of a pool of two) are held out; the rest are repeated as needed
+    to fill the family's share, so a family with few wordings still gets its demonstrations.
+
+    Raises:
+        ValueError: unknown task set, negative sizes, or a family with no goal left to train on.
+    """
+    if n_train < 0 or heldout_per_family < 0:
+        raise ValueError(f"sizes must be >= 0, got {n_train} and {heldout_per_family}")
+    shares = family_shares(task_set, search_share)
+    exclude = exclude if exclude is not None else HeldOut(match_tasks=False)
+    rng = random.Random(seed)
+    pools: dict[str, list[str]] = {f: [] for f in shares}
+    seen: set[str] = set()
+    for goal in extra:
+        try:
+            family = parse_goal(goal).family
+        except GoalParseError:
+            continue
+        key = normalise(goal)
+        if family in pools and key not in seen and goal not in exclude:
+            seen.add(key)
+            pools[family].append(goal)
+    train: list[str] = []
+    heldout: list[str] = []
+    families: dict[str, dict[str, int]] = {}
+    quotas = _quotas(shares, n_train)
+    for family in shares:
+        quota = quotas[family]
+        pool = pools[family]
+        want = quota + heldout_per_family
+        misses = 0
+        while len(pool) < want and misses < 50 * max(want, 1):
+            goal = fill(rng.choice(PATTERNS[family][1]), rng)
+            key = normalise(goal)
+            if key in seen or goal in exclude or not _parses_as(goal, family):
+                misses += 1
+                continue
+            seen.add(key)
+            pool.append(goal)
+        rng.shuffle(pool)
+        n_held = min(heldout_per_family, max(len(pool) // 3, min(len(pool) - 1, 1)))
+        held, rest = pool[:n_held], pool[n_held:]
+        if quota and not rest:
+            raise ValueError(f"family {family}: no goal left to train on (all are test goals)")
+        chosen = [rest[i % len(rest)] for i in range(quota)] if rest else []
+        train += chosen
+        heldout += held
+        families[family] = {"train": len(chosen), "distinct": len(set(chosen)), "heldout": n_held}
+    rng.shuffle(train)
+    return Corpus(train=train, heldout=heldout, families=families)
+
+
+def _quotas(shares: Mapping[str, float], n: int) -> dict[str, int]:
+    """``n`` split by ``shares`` into integers that sum to ``n`` (largest remainders first)."""
+    exact = {f: share * n for f, share in shares.items()}
+    out = {f: int(v) for f, v in exact.items()}
+    by_remainder = sorted(shares, key=lambda f: (out[f] - exact[f], f))
+    for family in by_remainder[: n - sum(out.values())]:
+        out[family] += 1
+    return out
