@@ -45,7 +45,7 @@ def decode_fast(
     allowed: torch.Tensor,
     grammar: ActionGrammar | None,
     budget: int,
-    temperature: float,
+    temperature: float | torch.Tensor,
     greedy: bool,
     eos_id: int,
     generator: torch.Generator | None = None,
@@ -63,7 +63,8 @@ def decode_fast(
         allowed: ``[V]`` bool, the generable ids (used without a grammar).
         grammar: the action automaton, or None for free text.
         budget: most ids per action (``max_new_tokens``).
-        temperature: logits are divided by it before the masked softmax.
+        temperature: logits are divided by it before the masked softmax; a ``[S]`` tensor
+            gives each grammar state its own (per-part temperatures, :data:`.grammar.PARTS`).
         greedy: argmax instead of sampling.
         eos_id: the end-of-sequence id.
         generator: random source for sampling (on the model's device).
@@ -95,7 +96,7 @@ def _decode(
     allowed: torch.Tensor,
     grammar: ActionGrammar | None,
     budget: int,
-    temperature: float,
+    temperature: float | torch.Tensor,
     greedy: bool,
     eos: int,
     generator: torch.Generator | None,
@@ -132,9 +133,8 @@ def _decode(
         lengths = torch.where(live, n_draft + 1, torch.zeros_like(n_draft))
         logits = run.step(tokens, positions, lengths)  # [B, width + 1, V]
         keep = allowed if grammar is None else grammar.allowed[walk]
-        logp = torch.log_softmax(
-            (logits.float() / temperature).masked_fill(~keep, float("-inf")), dim=-1
-        )
+        t = temperature[walk][..., None] if isinstance(temperature, torch.Tensor) else temperature
+        logp = torch.log_softmax((logits.float() / t).masked_fill(~keep, float("-inf")), dim=-1)
         offsets = torch.arange(width, device=device)
         if width:
             if greedy:

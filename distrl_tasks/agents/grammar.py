@@ -23,7 +23,9 @@ it takes a second or more, so :func:`grammar_for` keeps one per vocabulary and p
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
+from collections import deque
 from collections.abc import Sequence
 
 import torch
@@ -65,6 +67,26 @@ ACTION_PATTERN = (
     )
     + ")"
 )
+
+
+# The parts of an action the policy chooses, for per-part temperatures: the plan and the action
+# type (with the fixed format around them), a tap's coordinate digits, the typed text.
+PARTS = ("type", "coords", "text")
+_POINT_FIELDS = ('"touch_point": "', '"lift_point": "')
+_TEXT_FIELD = '"typed_text": "'
+_CLOSING_QUOTE = re.compile(r'(?:^|[^\\])(?:\\\\)*"')
+
+
+def part_of_prefix(prefix: str) -> int:
+    """Index in :data:`PARTS` of what the next id writes after the action text ``prefix``."""
+    starts = {f: prefix.rfind(f) for f in (*_POINT_FIELDS, _TEXT_FIELD)}
+    field, at = max(starts.items(), key=lambda kv: kv[1])
+    if at < 0:
+        return 0
+    value = prefix[at + len(field) :]
+    if _CLOSING_QUOTE.search(value):  # the field is closed: the fixed format between fields
+        return 0
+    return 2 if field == _TEXT_FIELD else 1
 
 
 # Largest dense transition table (states x used ids) kept; beyond it (a 32k T5 vocabulary)
@@ -119,6 +141,7 @@ class ActionGrammar:
         self.allowed = allowed
         self.accepting = allowed[:, self.eos_id].clone()
         self._build_tables(tokenizer, vocab_size)
+        self.part = self._state_parts(tokenizer, vocab_size)
 
     def _build_tables(self, tokenizer: Tokenizer, vocab_size: int) -> None:
         """Dense transitions, for batched tensor decoding (``table[s, column[v]]`` is the state
@@ -199,6 +222,25 @@ class ActionGrammar:
             self.draft_states[s, len(walk) :] = walk[-1]
         self.draft_len = torch.tensor([len(d) for d in drafts], dtype=torch.long)
 
+    def _state_parts(self, tokenizer: Tokenizer, vocab_size: int) -> torch.Tensor:
+        """``[S]`` which part of the action the next id writes in each state (:data:`PARTS`
+        indices), read from the text that leads there (breadth first from the start; every
+        path to a state stops at the same place of the pattern)."""
+        text_of = [""] * vocab_size
+        for text, ids in tokenizer.token_texts(vocab_size).items():
+            for i in ids:
+                text_of[i] = text
+        prefix: list[str | None] = [None] * self.num_states
+        prefix[self.initial] = ""
+        queue = deque([self.initial])
+        while queue:
+            state = queue.popleft()
+            for token, nxt in self._moves[state].items():
+                if prefix[nxt] is None:
+                    prefix[nxt] = prefix[state] + text_of[token]  # type: ignore[operator]
+                    queue.append(nxt)
+        return torch.tensor([part_of_prefix(p or "") for p in prefix], dtype=torch.long)
+
     @property
     def num_states(self) -> int:
         return len(self._moves)
@@ -210,6 +252,7 @@ class ActionGrammar:
         self.draft_tokens = self.draft_tokens.to(device)
         self.draft_states = self.draft_states.to(device)
         self.draft_len = self.draft_len.to(device)
+        self.part = self.part.to(device)
         if self.dense:
             self.table, self.column = self.table.to(device), self.column.to(device)
         return self

@@ -45,7 +45,7 @@ import torch
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.fast_sampling import decode_fast
-from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
+from distrl_tasks.agents.grammar import PARTS, ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy_types import Sample, Scores
 from distrl_tasks.agents.reference_sampling import decode_reference
@@ -111,6 +111,9 @@ class AutoUIPolicy:
         self._allowed_cpu = tokenizer.output_mask(model.vocab_size)
         self.grammar = grammar
         self.decoder = decoder
+        # per-part sampling temperatures ({"type"|"coords"|"text": t}; agent.exploration), used
+        # when no temperature is passed and decoding is constrained; None = one temperature
+        self.part_temperatures: dict[str, float] | None = None
 
     @property
     def device(self) -> torch.device:
@@ -119,7 +122,15 @@ class AutoUIPolicy:
     def _allowed(self) -> torch.Tensor:
         return self._allowed_cpu.to(self.device)
 
-    def _temperature(self, temperature: float | None) -> float:
+    def _temperature(self, temperature: float | None) -> float | torch.Tensor:
+        """The sampling temperature: ``temperature`` if given, else the per-part temperatures
+        as a ``[S]`` per-grammar-state tensor when set (and decoding is constrained), else
+        :attr:`temperature`."""
+        if temperature is None and self.part_temperatures and self._grammar() is not None:
+            grammar = self._grammar()
+            assert grammar is not None
+            values = [float(self.part_temperatures.get(p, self.temperature)) for p in PARTS]
+            return torch.tensor(values, device=self.device)[grammar.part]
         t = self.temperature if temperature is None else float(temperature)
         if t <= 0:
             raise ValueError(f"temperature must be > 0, got {t}")
@@ -166,10 +177,20 @@ class AutoUIPolicy:
         return self.grammar
 
     def _log_softmax(
-        self, logits: torch.Tensor, temperature: float, allowed: torch.Tensor | None = None
+        self,
+        logits: torch.Tensor,
+        temperature: float | torch.Tensor,
+        allowed: torch.Tensor | None = None,
+        states: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Log-softmax over the generable ids, or over ``allowed`` (same shape as ``logits``)."""
-        scaled = logits.float() / temperature
+        """Log-softmax over the generable ids, or over ``allowed`` (same shape as ``logits``);
+        a per-state ``temperature`` (``[S]``) is read at ``states`` (``logits.shape[:-1]``)."""
+        if isinstance(temperature, torch.Tensor):
+            if states is None:
+                raise ValueError("per-part temperatures need the grammar states")
+            scaled = logits.float() / temperature[states][..., None]
+        else:
+            scaled = logits.float() / temperature
         keep = self._allowed() if allowed is None else allowed
         return torch.log_softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)
 
@@ -179,22 +200,25 @@ class AutoUIPolicy:
         states: torch.Tensor,
         mask: torch.Tensor,
         targets: Sequence[Sequence[int]],
-        temperature: float,
+        temperature: float | torch.Tensor,
         constrained: bool = True,
     ) -> Scores:
         labels, label_mask = _pad(targets, self.tokenizer.pad_id)
         labels, label_mask = labels.to(self.device), label_mask.to(self.device).bool()
         logits, _ = self.model.decode(self.model.shift_right(labels), states, mask, source_ids=ids)
         grammar = self._grammar() if constrained else None
-        allowed = None
+        allowed = walk_states = None
         if grammar is not None:
             # padding positions take the initial state: any state with allowed ids avoids NaNs
             width = labels.shape[1]
             walk = [
                 [*w, *[grammar.initial] * (width - len(w))] for w in grammar.states_along(targets)
             ]
-            allowed = grammar.allowed[torch.tensor(walk, dtype=torch.long, device=self.device)]
-        logp = self._log_softmax(logits, temperature, allowed)
+            walk_states = torch.tensor(walk, dtype=torch.long, device=self.device)
+            allowed = grammar.allowed[walk_states]
+        if isinstance(temperature, torch.Tensor) and walk_states is None:
+            temperature = self.temperature  # free text (SFT scoring): no parts to tell apart
+        logp = self._log_softmax(logits, temperature, allowed, walk_states)
         picked = logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
         token_lp = torch.where(label_mask, picked, torch.zeros_like(picked))
         safe = logp.masked_fill(~torch.isfinite(logp), 0.0)
@@ -391,7 +415,7 @@ def build_policy(
             tap_tokens,
             tokenizer.kind,
         )
-    return AutoUIPolicy(
+    policy = AutoUIPolicy(
         model,
         tokenizer,
         temperature=cfg.temperature,
@@ -400,3 +424,9 @@ def build_policy(
         grammar=grammar_for(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
         decoder=decoder,
     )
+    parts = cfg.exploration.temperatures(cfg.temperature)
+    if any(t != cfg.temperature for t in parts.values()):
+        # the learner scores with the same per-part temperatures, so that behaviour and learner
+        # log-probs stay one distribution (only element exploration is a separate mixture)
+        policy.part_temperatures = parts
+    return policy

@@ -22,7 +22,7 @@ def decode_reference(
     allowed: torch.Tensor,
     grammar: ActionGrammar | None,
     budget: int,
-    temperature: float,
+    temperature: float | torch.Tensor,
     greedy: bool,
     eos_id: int,
     pad_id: int,
@@ -46,7 +46,8 @@ def decode_reference(
             current, encoder_states, attention_mask, cache, use_cache=True, source_ids=source_ids
         )
         keep = allowed if grammar is None else grammar.allowed[state]
-        scaled = logits[:, -1].float() / temperature
+        t = temperature[state] if isinstance(temperature, torch.Tensor) else temperature
+        scaled = logits[:, -1].float() / (t[:, None] if isinstance(t, torch.Tensor) else t)
         logp = torch.log_softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)
         if greedy:
             nxt = logp.argmax(-1)

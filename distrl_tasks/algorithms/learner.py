@@ -151,8 +151,12 @@ class Learner:
         *,
         critic_steps: int = 0,
         prefit: CriticPrefitConfig | None = None,
+        on_step: Callable[[str], None] | None = None,
     ) -> dict[str, float]:
         """Pre-fit a fresh critic, ``critic_steps`` critic-only steps, then ``steps`` full steps.
+
+        ``on_step(phase)`` is called after each critic-only ("critic") and full ("actor") step,
+        e.g. to advance a progress bar.
 
         The warm-up (DigiRL trains its critics before the actor every round) lets a stale critic
         catch up with the new data before its values become the actor's baseline; ``prefit``
@@ -179,10 +183,14 @@ class Learner:
         for _ in range(critic_steps):
             if not self._optimizer_step(replay, record, critic_only=True):
                 break
+            if on_step is not None:
+                on_step("critic")
         started, samples = time.perf_counter(), 0
         for _ in range(steps):
             self._optimizer_step(replay, record, critic_only=False)
             samples += self.micro_batch_size * self.micro_batches
+            if on_step is not None:
+                on_step("actor")
         elapsed = time.perf_counter() - started
 
         remember = getattr(self.algorithm, "remember_priorities", None)

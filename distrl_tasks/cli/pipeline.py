@@ -25,6 +25,7 @@ def add_pipeline_commands(sub: argparse._SubParsersAction) -> None:
     for name in STAGES:
         p = sub.add_parser(name, help=f"run the {name} stage (prints its manifest as JSON)")
         p.add_argument("--workdir", default=".", help="project working directory (runs/, data/)")
+        p.add_argument("--no-progress", action="store_true", help="no progress bars (stderr)")
         if name != "bootstrap":
             p.add_argument(
                 "--round",
@@ -141,6 +142,7 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
     def command(args: argparse.Namespace) -> int:
         cfg = _config(args)
         workdir = args.workdir
+        progress = not args.no_progress
         rnd = getattr(args, "round", None)
         if rnd is not None:
             try:
@@ -150,7 +152,7 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
         if name == "bootstrap":
             from distrl_tasks.stages import bootstrap  # lazy: torch + mlflow
 
-            out = bootstrap.run(cfg, workdir=workdir)
+            out = bootstrap.run(cfg, workdir=workdir, progress=progress)
         elif name == "collect":
             from distrl_tasks.stages import collect  # lazy: torch + pyarrow
 
@@ -164,13 +166,14 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
                     adb_address=(args.adb_host, args.adb_port)
                     if args.adb_host is not None and args.adb_port is not None
                     else None,
+                    progress=progress,
                 ),
                 workdir=workdir,
             )
         elif name == "label":
             from distrl_tasks.stages import label  # lazy: pyarrow + pandas
 
-            out = label.run(cfg, round=rnd, workdir=workdir)
+            out = label.run(cfg, round=rnd, workdir=workdir, progress=progress)
         elif name == "version":
             from distrl_tasks.stages import (
                 version,
@@ -181,7 +184,9 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
             from distrl_tasks.stages import train  # lazy: only this command needs it (CLI start-up)
 
             data_version = _data_version(cfg, args, rnd)
-            out = train.run(cfg, round=rnd, data_version=data_version, workdir=workdir)
+            out = train.run(
+                cfg, round=rnd, data_version=data_version, workdir=workdir, progress=progress
+            )
         elif name == "evaluate":
             from distrl_tasks.stages import evaluate  # lazy: torch + pyarrow
 
@@ -190,7 +195,9 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
                 write_manifest,
             )  # lazy: only this command needs it (CLI start-up)
 
-            out = evaluate.run(cfg, round=rnd, checkpoint_dir=ckpt, workdir=workdir)
+            out = evaluate.run(
+                cfg, round=rnd, checkpoint_dir=ckpt, workdir=workdir, progress=progress
+            )
             # the round's record, which `distrl register` and `distrl metrics` read
             record = {k: v for k, v in out.items() if k != "reused"}
             write_manifest(workdir, rnd, "evaluate", record)

@@ -23,6 +23,7 @@ from distrl_tasks.config.sections import (
     DataConfig,
     EnvConfig,
     EvaluatorConfig,
+    ExplorationConfig,
     OrchestrationConfig,
     TrackingConfig,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "DynamicsRatesConfig",
     "EnvConfig",
     "EvaluatorConfig",
+    "ExplorationConfig",
     "FaultConfig",
     "GroupConfig",
     "LatencyConfig",

@@ -54,6 +54,31 @@ class EnvConfig:
 
 
 @dataclass(frozen=True)
+class ExplorationConfig:
+    """How collection explores beyond sampling the policy: temperatures per part of the action
+    and taps on the screen's actionable elements. The behaviour log-prob stored per step is the
+    probability of what acted under the whole mixture, so importance weights stay right."""
+
+    type_temperature: float = 0.0  # plan and action type (0 = agent.temperature)
+    coord_temperature: float = 0.0  # a tap's coordinate digits (0 = agent.temperature)
+    text_temperature: float = 0.0  # typed text (0 = agent.temperature)
+    element_epsilon: float = 0.0  # per step: tap a uniformly drawn element of the UI dump instead
+
+    def validate(self, key: str) -> None:
+        for part in ("type", "coord", "text"):
+            value = getattr(self, f"{part}_temperature")
+            _check(value >= 0, f"{key}.{part}_temperature", "must be >= 0 (0 = agent.temperature)")
+        _check(0.0 <= self.element_epsilon < 1.0, f"{key}.element_epsilon", "must be in [0, 1)")
+
+    def temperatures(self, default: float) -> dict[str, float]:
+        """The temperature of each part ("type", "coords", "text"), zeros replaced by
+        ``default``."""
+        pick = {"type": self.type_temperature, "coords": self.coord_temperature,
+                "text": self.text_temperature}  # fmt: skip
+        return {part: value or default for part, value in pick.items()}
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """The policy and its critics."""
 
@@ -62,6 +87,7 @@ class AgentConfig:
     image_encoder: Literal["small", "blip2"] = "small"  # image feature extractor
     image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
     temperature: float = 0.5  # collection sampling temperature (1.0 halves tiny SFT success)
+    exploration: ExplorationConfig = field(default_factory=ExplorationConfig)  # beyond sampling
     max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length

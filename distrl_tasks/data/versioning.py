@@ -103,7 +103,8 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
         root: project directory (created if missing).
         remote_url: a directory (relative paths resolve against the current working directory,
             like every path in ``params.yaml``) or a URL DVC understands (``s3://...``).
-        name: name of the remote in ``.dvc/config``.
+        name: name of the remote in ``.dvc/config``. A local remote inside ``root`` is written
+            there relative to ``.dvc/``, so a copy of the project uses its own copy.
 
     Raises:
         VersioningError: git is missing, or git/DVC refused (for example no commit identity).
@@ -139,10 +140,28 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
         ):
             with repo.config.edit("repo") as conf:
                 conf["core"].update(wanted_core)
-                conf["remote"].setdefault(name, {})["url"] = url
+                conf["remote"].setdefault(name, {})["url"] = _config_url(url, root)
     _ensure_dvcignore(root)
     scaffold = [p for p in (".dvc/config", ".dvc/.gitignore", ".dvcignore") if (root / p).exists()]
     commit_paths(root, scaffold, f"Set up DVC: default remote '{name}' -> {url}")
+
+
+def _config_url(url: str, root: Path) -> str:
+    """What to hand DVC's config editor for ``url``, so that ``.dvc/config`` holds a local
+    remote inside the project relative to ``.dvc/`` (a copied or moved project then keeps its
+    own remote) and every other URL as it is.
+
+    DVC's editor, like ``dvc remote add``, reads a relative path as relative to the current
+    directory and stores it relative to the config file; an absolute path is stored as is.
+    """
+    path = _local_path(url)
+    if path is None or not path.is_absolute():
+        return url
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return url
+    return os.path.relpath(path.resolve(), Path.cwd())
 
 
 def _ensure_dvcignore(root: Path) -> None:

@@ -155,7 +155,7 @@ def collect_async(
     max_consecutive_failures: int = 3,
     recover_attempts: int = 5,
     recover_wait_s: float = 0.5,
-    progress: bool = True,
+    progress: bool | str = True,
     on_episode: Callable[[Episode], None] | None = None,
     board: EpisodeGate | None = None,
     halt: threading.Event | None = None,
@@ -173,10 +173,12 @@ def collect_async(
     published version is swapped into the server between episodes, and the episode's
     transitions are reported when it ends (whatever its staleness by then: no episode is
     dropped). Setting ``halt`` starts no further episode while letting the running ones finish.
+    ``progress`` shows a bar; a string is the bar's label (default "collect[async]").
     """
     stats = CollectStats()
     out: dict[str, list[Episode]] = {e.device.serial: [] for e in envs}
-    bar = _Progress(sum(len(goals.get(s, ())) for s in out), len(envs), progress, "collect[async]")
+    label = progress if isinstance(progress, str) else "collect[async]"
+    bar = _Progress(sum(len(goals.get(s, ())) for s in out), len(envs), bool(progress), label)
     start = time.monotonic()
     stop = threading.Event()  # the caller is unwinding: devices drop their episode and return
     swap_lock = threading.Lock()

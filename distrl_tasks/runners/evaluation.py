@@ -218,7 +218,7 @@ def evaluate_on_farm(
                 oracle=OracleEvaluator(),
                 gamma=cfg.algorithm.gamma,
                 id_prefix="eval-",
-                progress=progress,
+                progress=f"evaluate[{split}]" if progress else False,
             )
     out = [
         EpisodeResult(i, g, families[i], "", False, 0, "error", "not run: its device was lost")

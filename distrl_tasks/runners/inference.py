@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -47,10 +48,18 @@ class InferenceServer:
         version: its policy version.
         max_batch: most observations per policy call.
         max_wait_ms: how long a batch waits for more requests after its first one.
+        wrap: applied to every version's collect policy (e.g.
+            :meth:`~distrl_tasks.runners.exploration.ElementExploration.wrap`).
     """
 
     def __init__(
-        self, policy: object, version: int = 0, *, max_batch: int = 32, max_wait_ms: float = 5.0
+        self,
+        policy: object,
+        version: int = 0,
+        *,
+        max_batch: int = 32,
+        max_wait_ms: float = 5.0,
+        wrap: Callable[[CollectPolicy], CollectPolicy] | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -58,7 +67,8 @@ class InferenceServer:
             raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}")
         self.max_batch = max_batch
         self.max_wait_s = max_wait_ms / 1000.0
-        self._policies: dict[int, CollectPolicy] = {version: as_collect_policy(policy)}
+        self._wrap = wrap or (lambda p: p)
+        self._policies: dict[int, CollectPolicy] = {version: self._wrap(as_collect_policy(policy))}
         self._leases: dict[int, int] = {}
         self.version = version
         self._queue: deque[_Request] = deque()
@@ -74,7 +84,7 @@ class InferenceServer:
         """Serve ``policy`` as ``version`` to episodes that start from now on."""
         if version <= self.version:
             raise ValueError(f"new version {version} must be > current version {self.version}")
-        wrapped = as_collect_policy(policy)
+        wrapped = self._wrap(as_collect_policy(policy))
         with self._cond:
             self._policies[version] = wrapped
             self.version = version

@@ -50,6 +50,14 @@ class ModelPolicy:
         )
         return texts, [float(v) for v in logps.tolist()]
 
+    def log_prob(
+        self, observations: Sequence[EnvObservation], actions: Sequence[str]
+    ) -> list[float]:
+        """Log-probs of ``actions`` under the distribution :meth:`act` samples from."""
+        with torch.no_grad():
+            scores = self.policy.score([o.policy_input() for o in observations], list(actions))
+        return [float(v) for v in scores.log_prob.tolist()]
+
 
 def as_collect_policy(policy: object, seed: int = 0) -> CollectPolicy:
     """Wrap an :class:`AutoUIPolicy`; pass anything with the collect API through."""

@@ -38,11 +38,24 @@ from distrl_tasks.runners.collector import (
     collect_sync,
     trajectory_id,
 )
+from distrl_tasks.runners.exploration import ElementExploration
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.journal import EpisodeJournal, journal_dir
-from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy
+from distrl_tasks.runners.policies import (
+    ModelPolicy,
+    RandomPolicy,
+    ScriptedPolicy,
+    as_collect_policy,
+)
 from distrl_tasks.stages import curriculum
-from distrl_tasks.stages.common import checkout, labeled_dir, raw_dir, registry
+from distrl_tasks.stages.common import (
+    checkout,
+    labeled_dir,
+    located_paths,
+    portable_paths,
+    raw_dir,
+    registry,
+)
 from distrl_tasks.tasks.farm import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
@@ -111,7 +124,7 @@ def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[And
 def _reuse(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
-    manifest = json.loads(path.read_text())
+    manifest = located_paths(json.loads(path.read_text()), path.parent)
     if all(Path(p).exists() for p in manifest.get("shards", [])):
         return {**manifest, "reused": True}
     return None
@@ -216,7 +229,8 @@ def run(
         journal = EpisodeJournal(
             journal_dir(out, req.round, req.worker, req.split), req.round, dim, gamma
         )
-        result = _run_episodes(cfg, req, envs, plan, policy, policy_version, journal)
+        exploration = _exploration(cfg, req, policy)
+        result = _run_episodes(cfg, req, envs, plan, policy, policy_version, journal, exploration)
     shards = write_shards(result, out, req.round, req.worker, dim, gamma)
     manifest = {
         "round": req.round,
@@ -231,9 +245,14 @@ def run(
         **curriculum_info,
         "reused": False,
     }
+    if exploration is not None:  # which episodes explored: the label stage's rollout/explore_*
+        manifest["exploration"] = {
+            **exploration.summary(),
+            "episodes": sorted(exploration.explored_episodes),
+        }
     if cfg.evaluator.kind != "oracle" and cfg.env.device_kind == "sim":
         manifest["oracle_verdicts"] = oracle_verdicts(result)
-    atomic_write_json(mpath, manifest)
+    atomic_write_json(mpath, portable_paths(manifest, mpath.parent))
     journal.clear()  # the shards hold every journaled episode now
     return manifest
 
@@ -293,6 +312,15 @@ def _acting_policy(cfg: Config, req: CollectRequest, workdir) -> tuple[object, i
     return _policy(cfg, policy, seed=cfg.sim.seed + req.round), version
 
 
+def _exploration(cfg: Config, req: CollectRequest, policy: object) -> ElementExploration | None:
+    """Element exploration (``agent.exploration.element_epsilon``) for a learning policy; the
+    scripted expert and the random policy never explore. Seeded by round and worker."""
+    eps = cfg.agent.exploration.element_epsilon
+    if eps == 0.0 or not isinstance(as_collect_policy(policy), ModelPolicy):
+        return None
+    return ElementExploration(eps, seed=cfg.sim.seed * 7919 + req.round * 101 + req.worker)
+
+
 def _run_episodes(
     cfg: Config,
     req: CollectRequest,
@@ -301,6 +329,7 @@ def _run_episodes(
     policy: object,
     policy_version: int,
     journal: EpisodeJournal,
+    exploration: ElementExploration | None = None,
 ) -> CollectResult:
     """Every planned episode, minus those an earlier attempt journaled (taken as they are)."""
     sim = cfg.env.device_kind == "sim"
@@ -333,10 +362,17 @@ def _run_episodes(
     if req.mode == "async":
         assert req.max_batch is not None and req.max_wait_ms is not None  # resolved
         with InferenceServer(
-            policy, policy_version, max_batch=req.max_batch, max_wait_ms=req.max_wait_ms
+            policy,
+            policy_version,
+            max_batch=req.max_batch,
+            max_wait_ms=req.max_wait_ms,
+            wrap=exploration.wrap if exploration is not None else None,
         ) as server:
             return collect_async(envs, server, plan, **common)
-    return collect_sync(envs, policy, plan, policy_version=policy_version, **common)
+    acting = as_collect_policy(policy)
+    if exploration is not None:
+        acting = exploration.wrap(acting)
+    return collect_sync(envs, acting, plan, policy_version=policy_version, **common)
 
 
 def oracle_verdicts(result: CollectResult) -> dict[str, bool]:

@@ -62,18 +62,67 @@ def resolve(workdir: str | os.PathLike, path: str | os.PathLike) -> Path:
     return p if p.is_absolute() else Path(workdir) / p
 
 
+# Manifest keys that hold paths. They are stored relative to the manifest's base directory
+# (the workdir, or the directory a manifest sits in) when they lie under it, so a copied or
+# moved workdir keeps working; the manifests the stages return hold absolute paths.
+PATH_KEYS = ("checkpoint_dir", "dvc_file", "episodes_file", "shards")
+
+
+def portable_paths(manifest: dict[str, Any], base: str | os.PathLike) -> dict[str, Any]:
+    """``manifest`` with its :data:`PATH_KEYS` under ``base`` written relative to it."""
+    root = Path(base).resolve()
+
+    def rel(value: str) -> str:
+        path = Path(value)
+        if not path.is_absolute():
+            return value
+        try:
+            return path.resolve().relative_to(root).as_posix()
+        except ValueError:  # outside the base: stays absolute
+            return value
+
+    out = dict(manifest)
+    for key in PATH_KEYS:
+        value = out.get(key)
+        if isinstance(value, str) and value:
+            out[key] = rel(value)
+        elif isinstance(value, list):
+            out[key] = [rel(v) if isinstance(v, str) else v for v in value]
+    return out
+
+
+def located_paths(manifest: dict[str, Any], base: str | os.PathLike) -> dict[str, Any]:
+    """Inverse of :func:`portable_paths`: relative :data:`PATH_KEYS` made absolute under
+    ``base`` (as it is now, wherever the workdir was when the manifest was written)."""
+    root = Path(base).resolve()
+
+    def absolute(value: str) -> str:
+        return value if Path(value).is_absolute() else str(root / value)
+
+    out = dict(manifest)
+    for key in PATH_KEYS:
+        value = out.get(key)
+        if isinstance(value, str) and value:
+            out[key] = absolute(value)
+        elif isinstance(value, list):
+            out[key] = [absolute(v) if isinstance(v, str) else v for v in value]
+    return out
+
+
 def read_manifest(workdir: str | os.PathLike, round_: int, stage: str) -> dict[str, Any] | None:
     path = round_dir(workdir, round_) / f"{stage}.json"
     if not path.is_file():
         return None
-    return json.loads(path.read_text())
+    return located_paths(json.loads(path.read_text()), workdir)
 
 
 def write_manifest(
     workdir: str | os.PathLike, round_: int, stage: str, manifest: dict[str, Any]
 ) -> dict[str, Any]:
-    """Store ``manifest`` atomically as the stage's record of completion; returns it."""
-    atomic_write_json(round_dir(workdir, round_) / f"{stage}.json", manifest, sort_keys=True)
+    """Store ``manifest`` atomically as the stage's record of completion (paths under
+    ``workdir`` relative to it); returns it as given."""
+    stored = portable_paths(manifest, workdir)
+    atomic_write_json(round_dir(workdir, round_) / f"{stage}.json", stored, sort_keys=True)
     return manifest
 
 

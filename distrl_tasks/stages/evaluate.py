@@ -31,6 +31,7 @@ from distrl_tasks.config import Config
 from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.evaluation import evaluate_on_farm, results_as_dicts, summarize
 from distrl_tasks.runners.policies import ModelPolicy
+from distrl_tasks.stages.common import located_paths, portable_paths
 from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.versions import eval_tasks_key
 
@@ -145,7 +146,7 @@ def run(
     dynamics = cfg.sim.dynamics.profile if adb_address is None else "external"
     path = manifest_path(workdir, task_set, split, key, digest, f"{mode}-{dynamics}")
     if path.exists():
-        return {**json.loads(path.read_text()), "reused": True}
+        return {**located_paths(json.loads(path.read_text()), path.parent), "reused": True}
     policy = build_policy(cfg.agent, checkpoint_dir=checkpoint_dir, seed=seed)
     policy.model.eval()
     policy.max_new_tokens = decode_budget(policy)
@@ -176,5 +177,5 @@ def run(
         "episodes_file": str(episodes_file),
         "wall_s": wall,
     }
-    atomic_write_json(path, manifest)
+    atomic_write_json(path, portable_paths(manifest, path.parent))
     return {**manifest, "reused": False}

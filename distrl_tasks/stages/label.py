@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from tqdm import tqdm
 
 from distrl_tasks.config import Config
 from distrl_tasks.data.schema import feature_dim_of, table_from_rows
 from distrl_tasks.data.shards import read_verified, verify_shards, write_shard
 from distrl_tasks.data.trajectories import discounted_returns, group_trajectories, observations
 from distrl_tasks.evaluators.agreement import AgreementReport, agreement
+from distrl_tasks.runners.exploration import exploration_metrics, goal_family
 from distrl_tasks.stages import common
 
 TRUNCATED_PREFIX = "truncated"
@@ -66,11 +68,13 @@ def run(
     round: int,
     workdir: str | os.PathLike = ".",
     api_key: str | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Label round ``round``'s raw shards; returns ``{labeled, unlabeled, shards, ...}``.
 
     ``api_key`` is the Gemini key when it does not come from ``GEMINI_API_KEY`` (e.g. read from
     an Airflow connection by the DAG); it is handed to the client and stored nowhere.
+    ``progress`` shows a bar over the round's shards (stderr).
     """
     done = common.read_manifest(workdir, round, "label")
     if done is not None and done["unlabeled_retryable"] == 0:
@@ -84,9 +88,11 @@ def run(
     judge = _evaluator(cfg, api_key) if cfg.evaluator.kind == "gemini" else None
     counts = {"labeled": 0, "unlabeled": 0, "unlabeled_retryable": 0, "successes": 0}
     finals: dict[str, Any] = {}  # trajectory id -> its label (True/False, None: unlabeled)
+    families: dict[str, str] = {}  # trajectory id -> its goal's family
     written: list[str] = []
-    with common.stage_run(cfg, workdir, round, "label") as run_:
-        for shard in shards:
+    bar = tqdm(shards, desc=f"label r{round}", unit="shard", disable=not progress)
+    with common.stage_run(cfg, workdir, round, "label") as run_, bar:
+        for shard in bar:
             table = read_verified([shard])
             trajectories = group_trajectories(table)
             pending = [t for t in trajectories if _needs_label(t)] if judge else []
@@ -110,6 +116,7 @@ def run(
                 else:
                     rows += traj.to_pylist()
                 last = rows[-1]
+                families[tid] = goal_family(str(last["task"]))
                 finals[tid] = (
                     (last["trajectory_reward"] or 0) > 0
                     if last["label_status"] == "labeled"
@@ -142,6 +149,10 @@ def run(
             },
             step=round,
         )
+        explored = _explored_episodes(raw, round)
+        if explored is not None:
+            outcomes = [(t, families[t], finals[t]) for t in finals]
+            run_.log_metrics(exploration_metrics(outcomes, explored), step=round)
         report = _agreement_with_oracle(cfg, raw, round, finals)
         if report is not None:
             print(report.to_markdown(), file=sys.stderr, flush=True)
@@ -183,6 +194,17 @@ def _agreement_with_oracle(
         name_a=cfg.evaluator.kind,
         name_b="oracle",
     )
+
+
+def _explored_episodes(raw: Path, round_: int) -> set[str] | None:
+    """Ids of the round's episodes that explored (collect manifests' ``exploration``); None
+    when no worker of the round explored at all (exploration off)."""
+    ids: set[str] | None = None
+    for path in sorted(raw.glob(f"collect-r{round_:06d}-w*.json")):
+        info = json.loads(path.read_text()).get("exploration")
+        if info is not None:
+            ids = (ids or set()) | set(info.get("episodes", []))
+    return ids
 
 
 def _agreement_metrics(report: AgreementReport) -> dict[str, float]:

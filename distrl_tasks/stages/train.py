@@ -21,6 +21,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tqdm import tqdm
+
 from distrl_tasks.config import Config, modes
 from distrl_tasks.protocol.files import atomic_directory
 from distrl_tasks.stages import common
@@ -89,6 +91,7 @@ def run(
     data_version: str = "",
     workdir: str | os.PathLike = ".",
     steps: int | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Train one round; returns ``{checkpoint_dir, policy_version, metrics, ...}``.
 
@@ -103,6 +106,7 @@ def run(
             steps per transition collected since the learner's last round, see
             :func:`replay_ratio_steps`); the critic-only steps before them
             are ``algorithm.critic_epochs`` (round 0: ``algorithm.offline_critic_steps``).
+        progress: a progress bar over the round's optimizer steps (stderr).
 
     Raises:
         ValueError: the configured ``algorithm.mode`` has no round ``round``.
@@ -138,7 +142,17 @@ def run(
     # a fresh critic is pre-fitted until its loss plateaus (algorithm.critic_prefit); then the
     # critic warm-up, then the actor (bumps learner.policy_version)
     prefit = cfg.algorithm.critic_prefit if latest is None else None
-    metrics = learner.train_round(replay, steps, critic_steps=critic_steps, prefit=prefit)
+    show = progress and learner.accelerator.is_main_process
+    with tqdm(total=critic_steps + steps, desc=f"train r{round}", unit="step",
+              disable=not show, dynamic_ncols=True) as bar:  # fmt: skip
+
+        def advance(phase: str) -> None:
+            bar.set_postfix(phase=phase, refresh=False)
+            bar.update()
+
+        metrics = learner.train_round(
+            replay, steps, critic_steps=critic_steps, prefit=prefit, on_step=advance
+        )
     learner.save_checkpoint(f"round-{round:06d}")
     out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {

@@ -18,11 +18,11 @@ from typing import Any
 
 from distrl_tasks.envs.adb_device import AdbClient, check_adb_server
 from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
+from distrl_tasks.protocol.ui_dump import Screen
 from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.driver import AdbDriver, Driver
 from distrl_tasks.tasks.expert_live import interruption, is_loading
 from distrl_tasks.tasks.expert_plans import plan_for
-from distrl_tasks.tasks.expert_screen import Screen
 from distrl_tasks.tasks.expert_skills import KEY_BACK, KEY_ENTER, KEY_HOME, Act
 from distrl_tasks.tasks.parse import parse_goal
 

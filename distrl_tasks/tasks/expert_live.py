@@ -10,7 +10,7 @@ for <original>" link. Plans skip results marked "Sponsored" or "Ad" (see :func:`
 
 from __future__ import annotations
 
-from distrl_tasks.tasks.expert_screen import Screen, UINode
+from distrl_tasks.protocol.ui_dump import Screen, UINode
 from distrl_tasks.tasks.expert_skills import Act
 
 # the declining answer of every interruption the simulator (and Android) shows

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from distrl_tasks.protocol.ui_dump import Screen, UINode
 from distrl_tasks.sim.apps import (
     CALENDAR,
     CHROME,
@@ -23,7 +24,6 @@ from distrl_tasks.sim.apps import (
 )
 from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.expert_live import is_sponsored
-from distrl_tasks.tasks.expert_screen import Screen, UINode
 from distrl_tasks.tasks.expert_skills import (
     KEY_BACK,
     KEY_HOME,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from distrl_tasks.protocol.ui_dump import Screen, UINode
 from distrl_tasks.sim.apps import GENERIC, LAUNCHER
-from distrl_tasks.tasks.expert_screen import Screen, UINode
 from distrl_tasks.tasks.families.text import words
 
 KEY_HOME, KEY_BACK, KEY_ENTER = 3, 4, 66

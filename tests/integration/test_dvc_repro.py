@@ -324,6 +324,9 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Clone:
 @repro
 def test_fresh_clone_repro_runs_one_full_round(clone: Clone) -> None:
     assert clone.first is not None and ran_stages(clone.first) == ALL_STAGES
+    # every long stage shows its progress (tqdm bars on stderr, which `dvc repro` passes on)
+    for bar in ("sft:", "evaluate[test]:", "collect[async]:", "label r1:", "train r1:"):
+        assert bar in clone.first.stderr, bar
     cfg = clone.config()
     evaluation = common.read_manifest(clone.workdir, 1, "evaluate")
     collected = json.loads(

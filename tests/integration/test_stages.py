@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -201,6 +202,21 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     assert again["version"] == reg_out["version"] and not again["reused"]
     round_1 = [v.version for v in registry.compare_versions() if v.round == 1]
     assert round_1 == [reg_out["version"]], round_1
+
+    # a copied workdir is a project of its own: no stored manifest or DVC setting points back
+    copy = project.parent / "copied"
+    shutil.copytree(project, copy, symlinks=True)
+    stored = [*common.round_dir(copy, 1).glob("*.json"), *common.raw_dir(cfg, copy).glob("*.json")]
+    stored.append(copy / ".dvc" / "config")
+    for path in stored:
+        assert str(project) not in path.read_text(), path
+    assert common.read_manifest(copy, 1, "train")["checkpoint_dir"] == str(
+        (common.checkpoint_dir(copy, 1)).resolve()
+    )
+    assert all(p.startswith(str(copy)) for p in common.read_manifest(copy, 1, "label")["shards"])
+    reused = collect.run(cfg, collect.CollectRequest(round=1, progress=False), workdir=copy)
+    assert reused["reused"] and all(p.startswith(str(copy)) for p in reused["shards"])
+    assert "url = ../runs/dvc-remote" in (copy / ".dvc" / "config").read_text()
 
 
 def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:

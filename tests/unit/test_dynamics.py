@@ -21,7 +21,7 @@ from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.web.sites import site_results_target
 from distrl_tasks.tasks import load_goals, parse_goal, unique_goals
 from distrl_tasks.tasks.expert import solve
-from distrl_tasks.tasks.expert_screen import Screen
+from distrl_tasks.protocol.ui_dump import Screen
 
 INTERRUPTIONS = ("permission_location", "permission_notifications", "chrome_signin")
 

@@ -12,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distrl_tasks.agents.autoui import build_tiny_model
-from distrl_tasks.agents.grammar import ACTION_PATTERN, MAX_TYPED_CHARS, ActionGrammar
+from distrl_tasks.agents.grammar import (
+    ACTION_PATTERN,
+    MAX_TYPED_CHARS,
+    PARTS,
+    ActionGrammar,
+    part_of_prefix,
+)
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer
 from distrl_tasks.algorithms.sft import train_tokenizer
@@ -175,3 +181,45 @@ def test_sentencepiece_vocabulary(tmp_path: Path) -> None:
         assert len(ids) < len(format_action(action, plan=""))  # real multi-character pieces
         assert grammar.matches(ids)
     assert not grammar.allowed[:, tok.size :].any()  # ids past the text vocabulary never
+
+
+def test_each_state_knows_which_part_of_the_action_it_writes() -> None:
+    """Walk canonical actions: the digits of a point are "coords", typed characters "text",
+    the rest (plan, action type, the fixed format) "type"."""
+    parts = dict(enumerate(PARTS))
+    for action, chosen, part in (
+        (tap(0.1234, 0.5678), "1234", "coords"),
+        (type_text("hotels"), "hotels", "text"),
+    ):
+        text = format_action(action, plan="")
+        ids = BYTE.encode(text)
+        (walk,) = GRAMMAR.states_along([ids])
+        written = [parts[int(GRAMMAR.part[s])] for s in walk]
+        at = text.index(chosen)
+        assert written[at : at + len(chosen)] == [part] * len(chosen)
+        assert written[: text.index('"touch_point"')] == ["type"] * text.index('"touch_point"')
+    assert part_of_prefix('"typed_text": "say \\"hi') == 2  # an escaped quote does not close
+    assert part_of_prefix('"typed_text": "hi", x') == 0
+
+
+def test_per_part_temperatures_sample_and_score_one_distribution() -> None:
+    """Per-part temperatures: the behaviour log-prob of a sample is its teacher-forced score
+    under the same per-part temperatures (both decoders), and the coordinates' temperature
+    changes only what the coordinates cost."""
+    obs = _observations(8, seed=4)
+    for decoder in ("fast", "reference"):
+        policy = _policy(GRAMMAR)
+        policy.decoder = decoder
+        policy.part_temperatures = {"type": 1.0, "coords": 0.3, "text": 1.5}
+        out = policy.sample(obs, generator=torch.Generator().manual_seed(2))
+        scores = policy.score(obs, out.texts)
+        torch.testing.assert_close(scores.log_prob.detach(), out.log_probs, rtol=0, atol=1e-4)
+    key_action = [format_action(key(ActionType.PRESS_HOME), plan="")] * 8
+    a_tap = [format_action(tap(0.5, 0.5), plan="")] * 8
+    policy = _policy(GRAMMAR)
+    policy.part_temperatures = {"type": 1.0, "coords": 0.3, "text": 1.0}
+    plain = _policy(GRAMMAR)
+    plain.temperature = 1.0
+    torch.testing.assert_close(policy.score(obs, key_action).log_prob,
+                               plain.score(obs, key_action).log_prob)  # fmt: skip
+    assert not torch.allclose(policy.score(obs, a_tap).log_prob, plain.score(obs, a_tap).log_prob)

@@ -48,6 +48,11 @@ from distrl_tasks.orchestration.actor_learner.learner import (
 from distrl_tasks.orchestration.actor_learner.process import LearnerProcess
 from distrl_tasks.orchestration.round_results import RoundResult
 from distrl_tasks.runners.collector import collect_async
+from distrl_tasks.runners.exploration import (
+    ElementExploration,
+    episode_outcomes,
+    exploration_metrics,
+)
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.stages import collect, common, curriculum, evaluate, label, register
 from distrl_tasks.tasks.taskset import load_goals
@@ -116,6 +121,8 @@ def continuous_round(
             cl.add(table_from_rows(ep.rows, dim))
 
     stop, halt, out = threading.Event(), threading.Event(), {}
+    eps = cfg.agent.exploration.element_epsilon
+    exploration = ElementExploration(eps, seed=cfg.sim.seed * 7919 + round_ * 101) if eps else None
 
     def actors() -> None:
         try:
@@ -124,6 +131,7 @@ def continuous_round(
                 board.version,
                 max_batch=o.inference_max_batch,
                 max_wait_ms=o.inference_max_wait_ms,
+                wrap=exploration.wrap if exploration is not None else None,
             ) as server:
                 out["result"] = collect_async(
                     envs,
@@ -177,6 +185,10 @@ def continuous_round(
     report.update(board.staleness_summary())  # the actors' side of the board
     report["async/actor_idle_share"] = board.actor_wait_s / max(1e-9, len(envs) * wall)
     report["async/learner_process"] = float(remote is not None)
+    if exploration is not None:
+        finished = [ep for eps in result.episodes.values() for ep in eps if ep is not None]
+        outcomes = episode_outcomes(finished)
+        report.update(exploration_metrics(outcomes, exploration.explored_episodes))
     return _finish(cfg, workdir, round_, final, result, report, start, t0, dim)
 
 

@@ -1,4 +1,5 @@
-"""What the expert sees: a uiautomator XML dump parsed into a flat list of nodes with lookups."""
+"""A uiautomator XML dump parsed into a flat list of nodes with lookups (what the scripted
+expert reads, and where the screen's actionable elements come from)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from distrl_tasks.protocol.actions import format_action, tap
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 
@@ -126,3 +129,59 @@ class Screen:
     def has_text(self, text: str) -> bool:
         low = text.lower()
         return any(low in n.text.lower() or low in n.desc.lower() for n in self.nodes)
+
+
+# ----- the screen's actionable elements ---------------------------------------------------------
+
+MAX_LABEL_CHARS = 24  # a label longer than this is cut (a search result's whole snippet is noise)
+
+
+@dataclass(frozen=True)
+class Element:
+    """Something on the screen an agent can tap: its label and its centre in the action
+    format's own spelling (normalised ``(y, x)`` with 4 decimals), so a tap on it is a copy."""
+
+    label: str
+    point: tuple[float, float]  # (y, x) in [0, 1], rounded as the action format writes it
+    editable: bool
+
+    def tap_action(self) -> str:
+        """The AutoUI string of a tap on the element's centre (short plan)."""
+        return format_action(tap(*self.point), plan="")
+
+    def spelling(self) -> str:
+        """``label [y, x]``: the element as the policy's prompt lists it."""
+        y, x = self.point
+        return f"{self.label} [{y:.4f}, {x:.4f}]"
+
+
+def actionable_elements(xml: str, limit: int | None = None) -> list[Element]:
+    """The tappable elements of a ``uiautomator dump``: clickable or editable visible nodes
+    whose centre lies on the display, in document order (top of the view tree first), one per
+    centre (the first node wins), at most ``limit``. Labels are the node's text, else its
+    content-desc, whitespace collapsed and cut to :data:`MAX_LABEL_CHARS`; a node with neither
+    is kept with an empty label (an icon can still be the target).
+
+    Deterministic: the same dump gives the same list. An unreadable dump gives no elements
+    (the caller acts without them) rather than an error.
+    """
+    try:
+        screen = Screen.parse(xml)
+    except ValueError:
+        return []
+    w, h = max(screen.width, 1), max(screen.height, 1)
+    out: list[Element] = []
+    seen: set[tuple[float, float]] = set()
+    for node in screen.where(lambda n: n.clickable or n.editable):
+        cx, cy = node.center
+        if not (0 <= cx < w and 0 <= cy < h):
+            continue
+        point = (round(cy / h, 4), round(cx / w, 4))
+        if point in seen:
+            continue
+        seen.add(point)
+        label = " ".join(node.label.split())[:MAX_LABEL_CHARS]
+        out.append(Element(label, point, node.editable))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
