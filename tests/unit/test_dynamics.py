@@ -8,6 +8,7 @@ import math
 import pytest
 
 from distrl_tasks.config import ConfigError, DynamicsRatesConfig, load_config
+from distrl_tasks.protocol.ui_dump import Screen
 from distrl_tasks.sim.apps import CHROME, LAUNCHER, PLAY_STORE, SETTINGS, YOUTUBE
 from distrl_tasks.sim.dynamics import (
     BY_NAME,
@@ -21,7 +22,6 @@ from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.web.sites import site_results_target
 from distrl_tasks.tasks import load_goals, parse_goal, unique_goals
 from distrl_tasks.tasks.expert import solve
-from distrl_tasks.protocol.ui_dump import Screen
 
 INTERRUPTIONS = ("permission_location", "permission_notifications", "chrome_signin")
 

@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 from distrl_tasks.protocol.actions import parse_action
+from distrl_tasks.protocol.ui_dump import Screen
 from distrl_tasks.sim.phone import Phone
 from distrl_tasks.tasks import MAX_STEPS, load_goals, parse_goal, unique_goals
 from distrl_tasks.tasks.driver import AdbDriver, Driver, escape_input_text
 from distrl_tasks.tasks.expert import Expert, solve
-from distrl_tasks.protocol.ui_dump import Screen
 
 
 def run(goal: str, **kw) -> tuple[Phone, object]:
