@@ -43,6 +43,7 @@ from distrl_tasks.protocol.observation import Observation, format_prompt
 
 MISTAKE_PLAN = "mistake"  # the expert's plan text marks its injected mistakes with this prefix
 DEMO_COLUMNS = ("trajectory_id", "step", "task", "action", "reward", "image_features")
+DEMO_COLUMNS += ("screen_elements",)  # null in schema-1 shards and screenshot-only prompts
 
 
 def canonical_action(text: str) -> str:
@@ -70,7 +71,7 @@ def demos_from_rows(
     """
     by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for i, row in enumerate(rows):
-        missing = [c for c in DEMO_COLUMNS if c not in row]
+        missing = [c for c in DEMO_COLUMNS if c not in row and c != "screen_elements"]
         if missing:
             raise ValueError(f"row {i}: missing columns {missing}")
         by_traj[str(row["trajectory_id"])].append(row)
@@ -85,7 +86,8 @@ def demos_from_rows(
             target = format_action(action, plan="")
             mistake = action.plan.strip("[] ").lower().startswith(MISTAKE_PLAN)
             if not action.invalid and not (drop_mistakes and mistake):
-                prompt = format_prompt(str(row["task"]), previous, history=history)
+                screen = str(row.get("screen_elements") or "")
+                prompt = format_prompt(str(row["task"]), previous, history=history, screen=screen)
                 feats = np.asarray(row["image_features"], dtype=np.float16)
                 out.append(Demo(prompt, feats, target, action.action_type.value))
             previous.append(target)

@@ -88,6 +88,11 @@ class AgentConfig:
     image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
     temperature: float = 0.5  # collection sampling temperature (1.0 halves tiny SFT success)
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)  # beyond sampling
+    # what the prompt holds besides the goal and the last action: screenshot = AutoUI's (the
+    # screen enters as image features only), elements = also the screen's actionable elements
+    # from the UI dump ("label [y, x]", the goal's first), so a tap on one is a copy
+    observation: Literal["screenshot", "elements"] = "screenshot"
+    observation_elements: int = 6  # most elements listed (agent.observation: elements)
     max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
@@ -125,9 +130,15 @@ class AgentConfig:
     remote_timeout_s: float = 60.0  # per-request timeout of the remote VLM
     remote_concurrency: int = 4  # requests in flight to the remote VLM
 
+    @property
+    def prompt_elements(self) -> int:
+        """Elements the prompt lists (0 = screenshot only)."""
+        return self.observation_elements if self.observation == "elements" else 0
+
     def validate(self, key: str) -> None:
         _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
         _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
+        _check(self.observation_elements >= 1, f"{key}.observation_elements", "must be >= 1")
         _check(self.max_prompt_tokens >= 16, f"{key}.max_prompt_tokens", "must be >= 16")
         _check(
             self.remote_base_url == "" or self.remote_base_url.startswith(("http://", "https://")),

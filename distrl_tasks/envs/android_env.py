@@ -23,6 +23,7 @@ from distrl_tasks.config import EnvConfig
 from distrl_tasks.envs.device import KEY_BACK, KEY_ENTER, KEY_HOME, Device
 from distrl_tasks.protocol.actions import Action, ActionType, format_action, parse_action
 from distrl_tasks.protocol.observation import Observation, format_prompt
+from distrl_tasks.protocol.ui_dump import elements_text, goal_elements
 
 _KEYS = {
     ActionType.PRESS_BACK: KEY_BACK,
@@ -50,6 +51,7 @@ class EnvObservation:
     step: int  # index of the step this observation is for
     episode_id: str
     ui_xml: str = ""  # view hierarchy (for the scripted expert); "" when not captured
+    screen_elements: str = ""  # the elements the prompt lists (agent.observation: elements)
     captured_at: dt.datetime = field(default_factory=utcnow)
 
     def policy_input(self) -> Observation:
@@ -103,6 +105,8 @@ class AndroidEnv:
         end_on_invalid: end the episode on unparsable output (DigiRL does); by default the step
             is penalized and acts as a no-op, so an untrained model still explores.
         history: previous actions shown in the prompt (default: ``cfg.prompt_history``).
+        screen_elements: list at most this many of the screen's actionable elements in the
+            prompt (``agent.observation: elements``; the dump is then captured); 0 = none.
     """
 
     def __init__(
@@ -116,6 +120,7 @@ class AndroidEnv:
         capture_ui_xml: bool = True,
         end_on_invalid: bool | None = None,
         history: int | None = None,
+        screen_elements: int = 0,
     ) -> None:
         self.device = device
         self.encoder = encoder
@@ -123,7 +128,8 @@ class AndroidEnv:
         self.task_set = task_set
         self.horizon = horizon_for(task_set, cfg)
         self.oracle = (getattr(device, "kind", "sim") == "sim") if oracle is None else oracle
-        self.capture_ui_xml = capture_ui_xml
+        self.screen_elements = screen_elements
+        self.capture_ui_xml = capture_ui_xml or screen_elements > 0
         self.end_on_invalid = cfg.end_on_invalid if end_on_invalid is None else end_on_invalid
         self.history = cfg.prompt_history if history is None else history
         self.goal = ""
@@ -141,7 +147,10 @@ class AndroidEnv:
         png = self.device.screenshot()
         feats = np.asarray(self.encoder.encode([png])[0], dtype=np.float16)
         xml = self.device.ui_xml() if self.capture_ui_xml else ""
-        prompt = format_prompt(self.goal, self._actions, history=self.history)
+        screen = ""
+        if self.screen_elements:
+            screen = elements_text(goal_elements(xml, self.goal, self.screen_elements))
+        prompt = format_prompt(self.goal, self._actions, history=self.history, screen=screen)
         return EnvObservation(
             goal=self.goal,
             prompt=prompt,
@@ -150,6 +159,7 @@ class AndroidEnv:
             step=self.steps,
             episode_id=self.episode_id,
             ui_xml=xml,
+            screen_elements=screen,
             captured_at=captured,
         )
 

@@ -24,9 +24,13 @@ class Observation:
     image_features: np.ndarray | torch.Tensor  # [D], one screenshot's encoder output
 
 
-def format_prompt(goal: str, previous_actions: Sequence[str] = (), history: int = 1) -> str:
-    """AutoUI's prompt: the last ``history`` actions (the papers keep 1), then the goal."""
+def format_prompt(
+    goal: str, previous_actions: Sequence[str] = (), history: int = 1, screen: str = ""
+) -> str:
+    """AutoUI's prompt: the last ``history`` actions (the papers keep 1), then the goal; with
+    ``screen`` (the listed elements, ``agent.observation: elements``) a ``Screen:`` part last."""
     if history < 0:
         raise ValueError(f"history must be >= 0, got {history}")
     recent = list(previous_actions)[-history:] if history else []
-    return "Previous Actions: " + " ".join(recent) + " Goal: " + goal
+    prompt = "Previous Actions: " + " ".join(recent) + " Goal: " + goal
+    return f"{prompt} Screen: {screen}" if screen else prompt

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from distrl_tasks.protocol.actions import format_action, tap
@@ -185,3 +185,28 @@ def actionable_elements(xml: str, limit: int | None = None) -> list[Element]:
         if limit is not None and len(out) >= limit:
             break
     return out
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) >= 3}
+
+
+def goal_elements(xml: str, goal: str, limit: int) -> list[Element]:
+    """At most ``limit`` actionable elements for a prompt, the ones the goal names first.
+
+    Each element scores the number of the goal's words (3+ letters) in its label, plus one half
+    for a text field (where a query goes); the ``limit`` best (ties: document order) are
+    returned in document order. Deterministic, so a stored step's list is rebuilt exactly.
+    """
+    if limit <= 0:
+        return []
+    elements = actionable_elements(xml)
+    wanted = _words(goal)
+    scores = [len(wanted & _words(e.label)) + 0.5 * e.editable for e in elements]
+    best = sorted(range(len(elements)), key=lambda i: (-scores[i], i))[:limit]
+    return [elements[i] for i in sorted(best)]
+
+
+def elements_text(elements: Sequence[Element]) -> str:
+    """The elements as the prompt lists them: ``label [y, x]; label [y, x]``."""
+    return "; ".join(e.spelling() for e in elements)

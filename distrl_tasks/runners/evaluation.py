@@ -199,6 +199,7 @@ def evaluate_on_farm(
                 cfg.env,
                 task_set=task_set,
                 capture_ui_xml=capture_ui_xml,
+                screen_elements=cfg.agent.prompt_elements,
             )
             for s in serials
         ]

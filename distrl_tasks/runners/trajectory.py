@@ -158,6 +158,7 @@ class EpisodeRunner:
                     "device": ep.device,
                     "policy_version": self.meta.policy_version,
                     "prompt": s.obs.prompt,
+                    "screen_elements": s.obs.screen_elements or None,
                     "action": s.text,
                     "action_type": a.action_type.value,
                     "invalid": a.invalid,

@@ -116,6 +116,7 @@ def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[And
             encoder,
             cfg.env,
             task_set=cfg.env.task_set,
+            screen_elements=cfg.agent.prompt_elements,
         )
         for s in serials
     ]

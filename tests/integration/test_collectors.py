@@ -15,6 +15,7 @@ import torch
 
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.algorithms.sft import demos_from_rows
 from distrl_tasks.config import AgentConfig, Config, EnvConfig, FaultConfig, SimConfig
 from distrl_tasks.data.schema import table_from_rows, validate_table
 from distrl_tasks.data.shards import read_shards, write_shard
@@ -309,3 +310,48 @@ def test_interrupted_async_collection_stops_its_devices_before_unwinding() -> No
     finally:
         signal.signal(signal.SIGINT, previous)
     assert policy.calls < 2 * len(goals), "the interrupt did not stop the collection early"
+
+
+def test_elements_observation_lists_the_screens_targets_in_prompts_and_shards(tmp_path) -> None:
+    cfg = small_cfg(devices=2)
+    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, observation="elements"))
+    m = collect.run(
+        cfg,
+        collect.CollectRequest(
+            round=1, policy="scripted", out_dir=tmp_path, episodes_per_device=3, progress=False
+        ),
+    )
+    df = read_df(m["shards"])
+    assert df["screen_elements"].notna().all()
+    pairs = zip(df["prompt"], df["screen_elements"], strict=True)
+    assert all(p.endswith(" Screen: " + e) for p, e in pairs)
+    assert all(e.count(";") < cfg.agent.observation_elements for e in df["screen_elements"])
+    # the expert's taps mostly land on a listed element: its point is spelled in the prompt
+    taps = df[df["action_type"] == "DUAL_POINT"]
+    spelled = [
+        f"[{y:.4f}, {x:.4f}]" in e
+        for (y, x), e in zip(taps["touch_point"], taps["screen_elements"], strict=True)
+    ]
+    assert len(spelled) >= 3 and sum(spelled) / len(spelled) >= 0.5
+    # supervised examples rebuild the prompt with the same elements
+    rows = df.sort_values(["trajectory_id", "step"]).to_dict("records")
+    demos = demos_from_rows(rows, successes_only=False, drop_mistakes=False)
+    firsts = [r["prompt"] for r in rows if r["step"] == 0]
+    assert {d.prompt for d in demos} >= set(firsts)
+
+
+def test_shards_without_the_elements_column_still_read(tmp_path) -> None:
+    # a version-1 shard (no screen_elements column) reads with the column null
+    cfg = small_cfg(devices=1)
+    m = collect.run(
+        cfg,
+        collect.CollectRequest(
+            round=1, policy="scripted", out_dir=tmp_path, episodes_per_device=1, progress=False
+        ),
+    )
+    table = read_shards(tmp_path)
+    old = table.drop_columns(["screen_elements"])
+    write_shard(old.to_pylist(), tmp_path / "old", round=1, name="v1", feature_dim=1408)
+    back = read_shards(tmp_path / "old")
+    assert back.column("screen_elements").null_count == back.num_rows == table.num_rows
+    assert m["trajectories"] == 1

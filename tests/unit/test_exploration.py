@@ -14,7 +14,7 @@ from distrl_tasks.agents.tokenizer import ByteTokenizer
 from distrl_tasks.envs.android_env import EnvObservation
 from distrl_tasks.protocol.actions import format_action, parse_action, tap
 from distrl_tasks.protocol.observation import format_prompt
-from distrl_tasks.protocol.ui_dump import actionable_elements
+from distrl_tasks.protocol.ui_dump import actionable_elements, elements_text, goal_elements
 from distrl_tasks.runners.exploration import (
     ElementExploration,
     exploration_metrics,
@@ -133,3 +133,17 @@ def test_exploration_metrics_per_family() -> None:
         "rollout/explore_success": 2 / 3,
     }
     assert exploration_metrics([], set()) == {}
+
+
+def test_goal_elements_list_what_the_goal_names_first_in_screen_order() -> None:
+    # "settings" is named by the goal, the text field gets half a point, "News" nothing
+    two = goal_elements(XML, "Open the settings", 2)
+    assert [e.label for e in two] == ["Search or type web addre", "Settings"]
+    assert [e.label for e in goal_elements(XML, "Read the news", 1)] == ["News"]
+    assert goal_elements(XML, "anything", 0) == []
+    assert len(goal_elements(XML, "anything", 10)) == 3
+    text = elements_text(two)
+    assert text == "Search or type web addre [0.0750, 0.5000]; Settings [0.9500, 0.9000]"
+    prompt = format_prompt("Open the settings", [], screen=text)
+    assert prompt == f"Previous Actions:  Goal: Open the settings Screen: {text}"
+    assert format_prompt("g") == "Previous Actions:  Goal: g"  # AutoUI's, unchanged
