@@ -7,8 +7,10 @@ stage plans them, spread over the devices). The attempts of one goal in one roun
 * GRPO (Shao et al. 2024, for agents as in ZeroGUI / UI-R1): a trajectory's advantage is its
   return against its group's, ``A_E = (R - mean_g R) / (std_g R + eps)``, given to every step.
 * GiGPO (Feng et al. 2025, verl-agent): adds *step groups*: steps of the same group's attempts
-  taken from the same observed state (an *anchor state*; keyed, as verl-agent keys them, by a
-  hash of the observation: here the screenshot's PNG bytes) share a step advantage from their
+  taken from the same state (an *anchor state*; keyed by the shards' ``state_key``: on the
+  simulator a digest of its exact state, so live-world noise on screen does not split a group;
+  on real devices, as verl-agent keys them, a hash of the observation, the screenshot's PNG
+  bytes) share a step advantage from their
   discounted returns, ``A_S = (G_t - mean_s G) / (std_s G + eps)``; a step's advantage is
   ``A_E + omega * A_S``.
 
@@ -48,6 +50,24 @@ def state_key(screenshot_png: bytes | None, prompt: str) -> str:
     h = hashlib.sha1(screenshot_png or b"")
     h.update(prompt.split(" Goal: ", 1)[-1].encode())
     return h.hexdigest()
+
+
+def step_keys(trajectory) -> list[str]:
+    """Anchor-state keys of a trajectory's steps: the recorded ``state_key`` (the simulator's
+    exact state) where the shard has one, else the screenshot's hash (:func:`state_key`)."""
+    recorded = (
+        trajectory.column("state_key").to_pylist()
+        if "state_key" in trajectory.column_names
+        else [None] * trajectory.num_rows
+    )
+    if all(k is not None for k in recorded):
+        return [str(k) for k in recorded]
+    shots = trajectory.column("screenshot_png").to_pylist()
+    prompts = trajectory.column("prompt").to_pylist()
+    return [
+        str(k) if k is not None else state_key(s, p)
+        for k, s, p in zip(recorded, shots, prompts, strict=True)
+    ]
 
 
 class GroupRelative:
@@ -136,11 +156,7 @@ class GroupRelative:
             if not steps_grouped:  # GRPO: no anchor states, nothing to hash
                 step_rows.append((g, returns, []))
                 continue
-            shots = t.column("screenshot_png").to_pylist()
-            prompts = t.column("prompt").to_pylist()
-            step_rows.append(
-                (g, returns, [state_key(s, p) for s, p in zip(shots, prompts, strict=True)])
-            )
+            step_rows.append((g, returns, step_keys(t)))
         episode_adv = F.group_normalize(
             torch.tensor(traj_return, dtype=torch.float64),
             torch.tensor(traj_group),

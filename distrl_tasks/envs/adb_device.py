@@ -224,6 +224,22 @@ class AdbDevice:
             raise DeviceError(f"{self.serial}: simctl task check lacks 'success': {raw!r}")
         return verdict
 
+    def exact_state(self) -> dict[str, Any] | None:
+        """The simulator's exact state (``simctl state``: app, page, fields, what is on screen;
+        the episode counter and profile left out, so equal states of different attempts match);
+        None on other devices, whose state is only what they show."""
+        if self.kind != "sim":
+            return None
+        raw = self.shell("simctl state").strip()
+        try:
+            state = json.loads(raw[raw.index("{") :])
+        except ValueError as exc:
+            raise DeviceError(f"{self.serial}: simctl state printed no JSON: {raw!r}") from exc
+        dynamics = state.get("dynamics")
+        if isinstance(dynamics, dict):
+            state["dynamics"] = {"on_screen": dynamics.get("on_screen")}
+        return state
+
     def getprop(self, name: str) -> str:
         return self.shell(["getprop", name]).strip()
 

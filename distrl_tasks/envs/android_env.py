@@ -14,6 +14,8 @@ Device failures raise :class:`~distrl_tasks.envs.device.DeviceError` to the call
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -52,6 +54,7 @@ class EnvObservation:
     episode_id: str
     ui_xml: str = ""  # view hierarchy (for the scripted expert); "" when not captured
     screen_elements: str = ""  # the elements the prompt lists (agent.observation: elements)
+    state_key: str = ""  # which state this is (GiGPO's step groups): see AndroidEnv.state_key
     captured_at: dt.datetime = field(default_factory=utcnow)
 
     def policy_input(self) -> Observation:
@@ -153,6 +156,7 @@ class AndroidEnv:
         prompt = format_prompt(self.goal, self._actions, history=self.history, screen=screen)
         return EnvObservation(
             goal=self.goal,
+            state_key=self.state_key(png),
             prompt=prompt,
             screenshot_png=png,
             image_features=feats,
@@ -162,6 +166,20 @@ class AndroidEnv:
             screen_elements=screen,
             captured_at=captured,
         )
+
+    def state_key(self, png: bytes) -> str:
+        """A digest of the state the policy acts in, with its goal: on the simulator its exact
+        state (``exact_state``), so steps of different attempts from the same state share a key
+        whatever the live world drew on screen for them; elsewhere the screenshot's bytes (what
+        verl-agent's GiGPO hashes)."""
+        exact = getattr(self.device, "exact_state", None)
+        state = exact() if callable(exact) else None
+        h = hashlib.sha1(self.goal.encode() + b"\0")
+        if state is None:
+            h.update(b"screenshot\0" + png)
+        else:
+            h.update(b"sim\0" + json.dumps(state, sort_keys=True).encode())
+        return h.hexdigest()
 
     def reset(self, goal: str, episode_id: str = "") -> EnvObservation:
         """Start an episode for ``goal`` from a clean device; returns the first observation."""

@@ -159,6 +159,7 @@ class EpisodeRunner:
                     "policy_version": self.meta.policy_version,
                     "prompt": s.obs.prompt,
                     "screen_elements": s.obs.screen_elements or None,
+                    "state_key": s.obs.state_key or None,
                     "action": s.text,
                     "action_type": a.action_type.value,
                     "invalid": a.invalid,

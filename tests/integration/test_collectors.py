@@ -9,12 +9,14 @@ import signal
 import threading
 
 import pandas as pd
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import torch
 
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.algorithms.group_relative import state_key, step_keys
 from distrl_tasks.algorithms.sft import demos_from_rows
 from distrl_tasks.config import AgentConfig, Config, EnvConfig, FaultConfig, SimConfig
 from distrl_tasks.data.schema import table_from_rows, validate_table
@@ -355,3 +357,36 @@ def test_shards_without_the_elements_column_still_read(tmp_path) -> None:
     back = read_shards(tmp_path / "old")
     assert back.column("screen_elements").null_count == back.num_rows == table.num_rows
     assert m["trajectories"] == 1
+
+
+def test_steps_record_the_simulators_exact_state_as_their_key(tmp_path) -> None:
+    cfg = small_cfg(devices=2)
+    cfg = dataclasses.replace(
+        cfg,
+        algorithm=dataclasses.replace(cfg.algorithm, name="gigpo"),  # attempts in groups of 4
+        env=dataclasses.replace(cfg.env, horizon_general=4),
+    )
+    m = collect.run(
+        cfg,
+        collect.CollectRequest(
+            round=1, policy="scripted", out_dir=tmp_path, episodes_per_device=4, progress=False
+        ),
+    )
+    df = read_df(m["shards"])
+    assert df["state_key"].notna().all()
+    firsts = df[df["step"] == 0]
+    # every attempt of a goal starts in the same exact state, different goals in different ones
+    assert firsts.groupby("task")["state_key"].nunique().max() == 1
+    assert firsts["state_key"].nunique() == firsts["task"].nunique()
+    # and the expert's next step is in another state
+    seconds = df[df["step"] == 1].set_index("trajectory_id")["state_key"]
+    starts = firsts.set_index("trajectory_id")["state_key"]
+    assert (seconds != starts.loc[seconds.index]).all()
+    # GiGPO reads the recorded keys; a shard without them falls back to the screenshot's hash
+    table = read_shards(tmp_path)
+    one = table.filter(pc.equal(table.column("trajectory_id"), firsts["trajectory_id"].iloc[0]))
+    assert step_keys(one) == one.column("state_key").to_pylist()
+    old = one.drop_columns(["state_key"])
+    shots = old.column("screenshot_png").to_pylist()
+    prompts = old.column("prompt").to_pylist()
+    assert step_keys(old) == [state_key(s, p) for s, p in zip(shots, prompts, strict=True)]
