@@ -50,6 +50,7 @@ from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy_types import Sample, Scores
 from distrl_tasks.agents.reference_sampling import decode_reference
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
+from distrl_tasks.agents.vlm import VLMPolicy, is_vlm_checkpoint, load_vlm_policy, new_vlm_policy
 from distrl_tasks.config import AgentConfig
 from distrl_tasks.protocol.actions import format_action, tap
 from distrl_tasks.protocol.observation import Observation, format_prompt
@@ -369,6 +370,21 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torc
     return ids, mask
 
 
+def build_vlm_policy(cfg: AgentConfig, checkpoint_dir: str, seed: int = 0) -> VLMPolicy:
+    """The VLM policy: the adapters in ``checkpoint_dir`` on their base (``agent.vlm_base_dir``
+    when set, else the one the checkpoint names), or fresh adapters on ``agent.vlm_base_dir``."""
+    if checkpoint_dir:
+        return load_vlm_policy(
+            checkpoint_dir,
+            base_dir=cfg.vlm_base_dir or None,
+            temperature=cfg.temperature,
+            max_new_tokens=cfg.max_new_tokens,
+        )
+    return new_vlm_policy(cfg.vlm_base_dir, rank=cfg.vlm_lora_rank, alpha=cfg.vlm_lora_alpha,
+                          temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                          seed=seed)  # fmt: skip
+
+
 def build_policy(
     cfg: AgentConfig,
     *,
@@ -376,8 +392,11 @@ def build_policy(
     seed: int = 0,
     checkpoint_dir: str | Path | None = None,
     decoder: str = "fast",
-) -> AutoUIPolicy:
+) -> AutoUIPolicy | VLMPolicy:
     """The policy the configuration describes.
+
+    ``model: vlm``, or a checkpoint holding VLM adapters, gives a :class:`~.vlm.VLMPolicy`
+    (:func:`build_vlm_policy`).
 
     ``model: tiny`` without a checkpoint is a freshly initialised embedded model (seeded) with the
     byte tokenizer; with ``checkpoint_dir`` (argument or ``agent.checkpoint_dir``) the weights and
@@ -390,6 +409,8 @@ def build_policy(
             feature size differs from what the configured image encoder produces.
     """
     path = str(checkpoint_dir) if checkpoint_dir is not None else cfg.checkpoint_dir
+    if cfg.model == "vlm" or (path and is_vlm_checkpoint(path)):
+        return build_vlm_policy(cfg, path, seed)
     feature_dim = image_feature_dim(cfg)
     if path:
         model, tokenizer = load_checkpoint(path, device=device)

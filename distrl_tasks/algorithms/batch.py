@@ -64,6 +64,8 @@ class Batch:
         starts: ``[B]`` first step of each window.
         actor_rows: ``[B]`` bool, windows the policy loss uses (algorithms' filters).
         critic_rows: ``[B]`` bool, windows the critic losses use.
+        screenshots: the rows' ``screenshot_png`` column (``B*T`` PNGs of the frames of ``s_t``,
+            read only by :meth:`observations`, for policies that read pixels: the VLM), or None.
     """
 
     prompts: list[str]
@@ -89,6 +91,7 @@ class Batch:
     starts: np.ndarray
     actor_rows: torch.Tensor
     critic_rows: torch.Tensor
+    screenshots: pa.ChunkedArray | None = None
 
     @property
     def batch_size(self) -> int:
@@ -117,7 +120,12 @@ class Batch:
     def observations(self, index: torch.Tensor) -> list[Observation]:
         """Policy observations (prompt, current frame) of the steps at flat ``index``."""
         feats = self.features.reshape(-1, self.features.shape[-1])
-        return [Observation(self.prompts[i], feats[i]) for i in index.tolist()]
+        shots = self.screenshots
+
+        def png(i: int) -> bytes | None:
+            return None if shots is None else shots[i].as_py()
+
+        return [Observation(self.prompts[i], feats[i], png(i)) for i in index.tolist()]
 
     def action_texts(self, index: torch.Tensor) -> list[str]:
         """Action texts of the steps at flat ``index``."""
@@ -237,7 +245,9 @@ def _assemble(
     mask_t = torch.as_tensor(mask, dtype=torch.bool)
     zero = torch.zeros((b, t))
     rewards = torch.as_tensor(_column(rows, "reward").astype(np.float32).reshape(b, t))
+    shots = rows.column("screenshot_png") if "screenshot_png" in rows.column_names else None
     return Batch(
+        screenshots=shots,
         prompts=prompts,
         actions=[str(a) for a in _column(rows, "action")],
         next_prompts=next_prompts,

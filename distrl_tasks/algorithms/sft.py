@@ -89,7 +89,8 @@ def demos_from_rows(
                 screen = str(row.get("screen_elements") or "")
                 prompt = format_prompt(str(row["task"]), previous, history=history, screen=screen)
                 feats = np.asarray(row["image_features"], dtype=np.float16)
-                out.append(Demo(prompt, feats, target, action.action_type.value))
+                png = row.get("screenshot_png")  # kept when selected (the VLM reads pixels)
+                out.append(Demo(prompt, feats, target, action.action_type.value, png))
             previous.append(target)
     return out
 
@@ -102,9 +103,10 @@ class Demo:
     image_features: np.ndarray  # [D] float16
     target: str  # canonical AutoUI action string
     action_type: str
+    screenshot_png: bytes | None = None  # the frame, when the rows carried it (VLM cloning)
 
     def observation(self) -> Observation:
-        return Observation(self.prompt, self.image_features)
+        return Observation(self.prompt, self.image_features, self.screenshot_png)
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,12 @@ class ExplorationConfig:
 class AgentConfig:
     """The policy and its critics."""
 
-    model: Literal["tiny", "autoui-base"] = "tiny"  # tiny = embedded default; autoui = local ckpt
+    # tiny = embedded default; autoui-base = a local Auto-UI-Base; vlm = a local Qwen2-VL-family
+    # model (agent.vlm_base_dir) with LoRA adapters
+    model: Literal["tiny", "autoui-base", "vlm"] = "tiny"
+    vlm_base_dir: str = ""  # local Qwen2-VL / Qwen2.5-VL directory (safetensors) for model: vlm
+    vlm_lora_rank: int = 16  # LoRA rank on the language model's attention projections
+    vlm_lora_alpha: int = 32  # LoRA scaling numerator (alpha / rank scales the update)
     checkpoint_dir: str = ""  # local Auto-UI-Base style checkpoint (empty: train from scratch)
     image_encoder: Literal["small", "blip2"] = "small"  # image feature extractor
     image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
@@ -139,6 +144,13 @@ class AgentConfig:
         _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
         _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
         _check(self.observation_elements >= 1, f"{key}.observation_elements", "must be >= 1")
+        _check(
+            self.model != "vlm" or bool(self.vlm_base_dir),
+            f"{key}.vlm_base_dir",
+            "needed for agent.model: vlm (a local Qwen2-VL / Qwen2.5-VL directory)",
+        )
+        _check(self.vlm_lora_rank >= 1, f"{key}.vlm_lora_rank", "must be >= 1")
+        _check(self.vlm_lora_alpha >= 1, f"{key}.vlm_lora_alpha", "must be >= 1")
         _check(self.max_prompt_tokens >= 16, f"{key}.max_prompt_tokens", "must be >= 16")
         _check(
             self.remote_base_url == "" or self.remote_base_url.startswith(("http://", "https://")),

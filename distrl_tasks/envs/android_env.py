@@ -58,8 +58,8 @@ class EnvObservation:
     captured_at: dt.datetime = field(default_factory=utcnow)
 
     def policy_input(self) -> Observation:
-        """The model-facing view: prompt and image features."""
-        return Observation(self.prompt, self.image_features)
+        """The model-facing view: prompt, image features and the screenshot."""
+        return Observation(self.prompt, self.image_features, self.screenshot_png)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ class Observation:
 
     prompt: str  # "Previous Actions: ... Goal: ..." (see format_prompt)
     image_features: np.ndarray | torch.Tensor  # [D], one screenshot's encoder output
+    screenshot_png: bytes | None = None  # the frame itself, for policies that read pixels (VLMs)
 
 
 def format_prompt(

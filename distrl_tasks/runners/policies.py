@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.agents.vlm import VLMPolicy
 from distrl_tasks.envs.android_env import EnvObservation
 from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.tasks.expert import Expert
@@ -37,9 +38,12 @@ class CollectPolicy(Protocol):
 
 
 class ModelPolicy:
-    """An :class:`AutoUIPolicy` behind the collect API (sampling, seeded generator)."""
+    """An :class:`AutoUIPolicy` (or a :class:`VLMPolicy`) behind the collect API (sampling,
+    seeded generator)."""
 
-    def __init__(self, policy: AutoUIPolicy, *, greedy: bool = False, seed: int = 0) -> None:
+    def __init__(
+        self, policy: AutoUIPolicy | VLMPolicy, *, greedy: bool = False, seed: int = 0
+    ) -> None:
         self.policy = policy
         self.greedy = greedy
         self.generator = torch.Generator(device=policy.device).manual_seed(seed)
@@ -61,7 +65,7 @@ class ModelPolicy:
 
 def as_collect_policy(policy: object, seed: int = 0) -> CollectPolicy:
     """Wrap an :class:`AutoUIPolicy`; pass anything with the collect API through."""
-    if isinstance(policy, AutoUIPolicy):
+    if isinstance(policy, AutoUIPolicy | VLMPolicy):
         return ModelPolicy(policy, seed=seed)
     if isinstance(policy, CollectPolicy):
         return policy

@@ -199,7 +199,8 @@ def run(
             dynamics=cfg.sim.dynamics.bootstrap_profile,
         ),
     )
-    table = read_shards(out / "demos").select(list(DEMO_COLUMNS))
+    columns = [*DEMO_COLUMNS, *(["screenshot_png"] if cfg.agent.model == "vlm" else [])]
+    table = read_shards(out / "demos").select(columns)  # a VLM clones from the pixels
     demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)
     if not demos:
         raise RuntimeError("bootstrap: the expert produced no successful demonstration to clone")
@@ -260,7 +261,7 @@ def run(
         "demo_success_rate": collected["success_rate"],
         "demos": len(demos),
         "mistake_rate": rate,
-        "tokenizer": policy.tokenizer.kind,
+        "tokenizer": getattr(policy.tokenizer, "kind", "vlm"),
         "base_checkpoint": "" if cfg.agent.checkpoint_dir else cfg.agent.base_checkpoint,
         "sft_steps": result.steps,
         "sft_examples": result.examples,

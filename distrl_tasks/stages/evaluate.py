@@ -51,7 +51,8 @@ MIN_SUBWORD_ACTION_TOKENS = 128
 def decode_budget(policy: AutoUIPolicy) -> int:
     """Tokens one action may take when ``policy`` is evaluated or trained on demonstrations:
     ``agent.max_new_tokens`` (its ``max_new_tokens``), raised to what a whole action needs."""
-    floor = MIN_BYTE_ACTION_TOKENS if policy.tokenizer.kind == "byte" else MIN_SUBWORD_ACTION_TOKENS
+    kind = getattr(policy.tokenizer, "kind", "subword")  # a VLM's tokenizer is subword
+    floor = MIN_BYTE_ACTION_TOKENS if kind == "byte" else MIN_SUBWORD_ACTION_TOKENS
     return max(policy.max_new_tokens, floor)
 
 
