@@ -44,7 +44,9 @@ from distrl_tasks.protocol.observation import Observation
 VLM_FILE = "distrl_vlm.json"
 FORMAT_VERSION = 1
 ACTION_CUE = "\nAction: "
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")  # the language model's attention
+# every projection of the language model (attention and MLP), as benchmarks/gpu.py measures it;
+# the vision tower and the embeddings stay frozen
+LORA_TARGETS = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
 
 
 class VLMCheckpointError(ValueError):
@@ -141,6 +143,11 @@ class VLMPolicy:
             raise VLMCheckpointError("the VLM's tokenizer has no eos token")
         self.eos_id = int(eos)
         self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
+        # special tokens other than eos (vision placeholders, chat markers) are never written:
+        # masked in sampling and in scoring alike, so both stay one distribution
+        self._banned = sorted({int(i) for i in tokenizer.all_special_ids} - {self.eos_id})
+        extra = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+        self._banned = sorted({*self._banned, *(int(i) for i in extra)} - {self.eos_id})
 
     def _special(self, token: str, fallback: int | None) -> int:
         ids = self.tokenizer.convert_tokens_to_ids(token)
@@ -205,7 +212,9 @@ class VLMPolicy:
         }
 
     def _action_ids(self, text: str) -> list[int]:
-        return [*self.tokenizer.encode(text, add_special_tokens=False), self.eos_id]
+        # a special token's spelling inside an action is plain text, never the token itself
+        ids = self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+        return [*ids, self.eos_id]
 
     # ----- scoring -----------------------------------------------------------------------------
     def score(
@@ -228,14 +237,16 @@ class VLMPolicy:
         targets = [self._action_ids(a) for a in actions]
         inputs = self._encode(observations, targets)
         labels_mask = inputs.pop("labels_mask")
-        logits = self.model(**inputs).logits  # [B, L, V]
-        # the logits at position j predict token j + 1
-        logp = torch.log_softmax(logits[:, :-1].float() / t, dim=-1)
+        logits = self.model(**inputs).logits[:, :-1].float()  # [B, L-1, V]: predicts j + 1
+        if self._banned:
+            logits[..., self._banned] = float("-inf")
+        logp = torch.log_softmax(logits / t, dim=-1)
         ids = inputs["input_ids"][:, 1:]
         keep = labels_mask[:, 1:]
         picked = logp.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
         token_lp = torch.where(keep, picked, torch.zeros_like(picked))
-        entropy_t = -(logp.exp() * logp).sum(-1)
+        safe = logp.masked_fill(~torch.isfinite(logp), 0.0)
+        entropy_t = -(safe.exp() * safe).sum(-1)
         entropy = torch.where(keep, entropy_t, torch.zeros_like(entropy_t)).sum(-1)
         # align to [B, T] action positions (left padding: actions end every row)
         width = max(len(x) for x in targets)
@@ -280,6 +291,7 @@ class VLMPolicy:
                 max_new_tokens=self.max_new_tokens,
                 eos_token_id=self.eos_id,
                 pad_token_id=self.pad_id,
+                suppress_tokens=self._banned or None,
             )
         new = out[:, inputs["input_ids"].shape[1] :].tolist()
         rows = [r[: r.index(self.eos_id) + 1] if self.eos_id in r else r for r in new]
@@ -326,12 +338,11 @@ def new_vlm_policy(
     max_new_tokens: int = 96,
     seed: int = 0,
 ) -> VLMPolicy:
-    """Fresh LoRA adapters (rank ``rank`` on the language model's attention) on a base."""
+    """Fresh LoRA adapters (rank ``rank`` on the language model's projections) on a base."""
     from peft import LoraConfig, get_peft_model
 
     model, tokenizer, images = load_base_vlm(base_dir)
-    lora = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0,
-                      target_modules=list(LORA_TARGETS))  # fmt: skip
+    lora = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=LORA_TARGETS)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         peft_model = get_peft_model(model, lora)

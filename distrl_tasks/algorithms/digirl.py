@@ -32,6 +32,7 @@ from distrl_tasks.agents.critics import (
     trainable_parameters,
     weighted_bce,
 )
+from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import functional as F
 from distrl_tasks.algorithms.base import (
@@ -104,7 +105,7 @@ class DigiRL:
         hidden = cfg.agent.critic_hidden
         return cls(
             policy,
-            StepCritic(text, policy.model.image_dim, hidden=hidden).to(device),
+            StepCritic(text, image_feature_dim(cfg.agent), hidden=hidden).to(device),
             InstructionCritic(text, hidden=hidden).to(device),
             advantage_lambda=cfg.algorithm.digirl_lambda,
             top_fraction=cfg.algorithm.filter_top_fraction,

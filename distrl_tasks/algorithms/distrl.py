@@ -58,6 +58,7 @@ import numpy as np
 import torch
 
 from distrl_tasks.agents.critics import StepCritic, trainable_parameters, weighted_bce
+from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import critic_fit
 from distrl_tasks.algorithms import distrl_data as D
@@ -167,7 +168,9 @@ class DistRL:
         """Wire the algorithm from ``cfg.algorithm`` with a fresh critic on ``device``."""
         a = cfg.algorithm
         critic = StepCritic(
-            critic_text_encoder(cfg, device), policy.model.image_dim, hidden=cfg.agent.critic_hidden
+            critic_text_encoder(cfg, device),
+            image_feature_dim(cfg.agent),
+            hidden=cfg.agent.critic_hidden,
         ).to(device)
         return cls(
             policy,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import shutil
 from pathlib import Path
@@ -22,7 +23,10 @@ from distrl_tasks.agents.vlm import (
     load_vlm_policy,
     new_vlm_policy,
 )
+from distrl_tasks.algorithms.group_relative import GroupRelative
 from distrl_tasks.config import AgentConfig, ConfigError, config_from_dict
+from distrl_tasks.data.replay import ReplayBuffer
+from distrl_tasks.data.schema import table_from_rows
 from distrl_tasks.protocol.actions import format_action, tap
 from distrl_tasks.protocol.observation import Observation, format_prompt
 
@@ -118,3 +122,46 @@ def test_adapters_refuse_another_base(base: Path, tmp_path) -> None:
 def test_config_needs_a_base_directory_for_the_vlm() -> None:
     with pytest.raises(ConfigError, match="vlm_base_dir"):
         config_from_dict({"agent": {"model": "vlm"}})
+
+
+@pytest.mark.parametrize("variant", ["grpo", "gigpo"])
+def test_group_relative_updates_move_the_adapters_toward_the_better_attempt(
+    base: Path, variant: str
+) -> None:
+    """One goal, two attempts from the same screen with the VLM's own (on-policy) actions: the
+    rewarded tap gains probability over the other (the two share all but their digits, so the
+    shared tokens' advantages cancel and the margin is what moves)."""
+    policy = new_vlm_policy(base, rank=4, alpha=8, temperature=1.0)
+    png = screen((10, 120, 200))
+    good, bad = format_action(tap(0.25, 0.5), plan=""), format_action(tap(0.75, 0.5), plan="")
+    obs = [Observation(format_prompt("Open the clock"), np.zeros(1408, np.float16), png)] * 2
+    with torch.no_grad():
+        mu = policy.log_prob(obs, [good, bad]).tolist()
+    t0 = dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
+    rows = []
+    for tid, action, reward, lp in (("a", good, 1.0, mu[0]), ("b", bad, 0.0, mu[1])):
+        rows.append({
+            "trajectory_id": tid, "step": 0, "round": 1, "task": "Open the clock",
+            "task_set": "general", "split": "train", "device": "emulator-5554",
+            "policy_version": 0, "prompt": obs[0].prompt, "action": action,
+            "action_type": "DUAL_POINT", "invalid": False, "screenshot_png": png,
+            "final_screenshot_png": png, "image_features": np.zeros(1408),
+            "final_image_features": np.zeros(1408), "behavior_log_prob": lp,
+            "reward": reward, "penalty": 0.0, "done": True, "mc_return": reward,
+            "trajectory_reward": reward, "evaluator": "oracle", "label_status": "labeled",
+            "started_at": t0, "ended_at": t0, "state_key": "S0",
+        })  # fmt: skip
+    replay = ReplayBuffer(10, seed=0)
+    replay.extend(table_from_rows(rows, 1408))
+    algo = GroupRelative(policy, variant=variant)
+    assert algo.prepare_round(replay)["train/groups_with_signal"] == 1.0
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=5e-3)
+    for _ in range(3):
+        out = algo.loss(algo.sample(replay, 2, np.random.default_rng(0)))
+        opt.zero_grad()
+        out.loss.backward()
+        opt.step()
+    with torch.no_grad():
+        after = policy.log_prob(obs, [good, bad]).tolist()
+    assert after[0] - after[1] > mu[0] - mu[1] + 0.1
