@@ -279,7 +279,8 @@ def run(
 
 def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) -> dict[str, Any]:
     """Greedy success and typed-query match on every held-out goal of each task set, in the
-    static world, overall and per family (``per_family``: success rate and episodes)."""
+    static world, overall and per family (``per_family``: success rate, episodes, typed-query
+    match: None for families whose goals name no query)."""
     out: dict[str, Any] = {}
     for task_set in TASK_SETS:
         static = dataclasses.replace(cfg.sim.dynamics, profile="static")
@@ -301,7 +302,7 @@ def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) ->
         )
         skill = {k: res[k] for k in SKILL_KEYS if k in res}
         skill["per_family"] = {
-            family: {"success_rate": f["success_rate"], "episodes": f["episodes"]}
+            family: {k: f[k] for k in ("success_rate", "episodes", "typed_query_match")}
             for family, f in res["per_family"].items()
         }
         out[f"heldout_{task_set}"] = skill
@@ -329,6 +330,8 @@ def _log(cfg: Config, workdir: str | os.PathLike, card: dict[str, Any], final: P
                     metrics[f"eval/{name}_{key}"] = float(value)
             for family, stats in skill.get("per_family", {}).items():
                 metrics[f"eval/{name}_family_{family}"] = float(stats["success_rate"])
+                if stats.get("typed_query_match") is not None:
+                    metrics[f"eval/{name}_typed_{family}"] = float(stats["typed_query_match"])
         run.log_metrics(metrics)
         run.log_dict(card, CARD_FILE)
         run.set_tags({"checkpoint_dir": str(final)})
