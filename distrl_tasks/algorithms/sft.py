@@ -124,14 +124,17 @@ class SFTSettings:
     lr_floor: float = 0.1
     max_grad_norm: float = 1.0
     time_budget_s: float | None = None  # stop early once training took this long (this part)
-    # Plateau stopping (with held-out demonstrations): ``steps`` is then the ceiling. The
-    # held-out loss is measured every ``eval_every`` steps; training stops once it has not
-    # fallen by ``min_improvement`` (relative) for ``patience`` measurements in a row, and the
-    # weights of the best measurement are kept. The rate stays at ``lr`` after warmup (a
-    # cosine tied to a ceiling nobody reaches would decide the result instead of the data).
+    # Plateau training (with held-out demonstrations): ``steps`` is then the ceiling. The
+    # held-out loss is measured every ``eval_every`` steps; when it has not fallen by
+    # ``min_improvement`` (relative) for ``patience`` measurements in a row, training goes back
+    # to the best measured weights and multiplies the rate by ``decay_factor`` (at most
+    # ``lr_decays`` times; a noisy plateau at a high rate is not the model's best), and after
+    # that it stops with the best weights. No schedule tied to the ceiling: the data decide.
     eval_every: int = 0  # 0 = no held-out measurement, train ``steps`` on a cosine schedule
     patience: int = 4
     min_improvement: float = 0.01
+    lr_decays: int = 2
+    decay_factor: float = 0.3
     heldout_examples: int = 512  # held-out examples measured (a fixed, seeded subset)
 
     def __post_init__(self) -> None:
@@ -142,6 +145,11 @@ class SFTSettings:
             )
         if not (self.lr > 0 and 0 <= self.lr_floor <= 1 and self.max_grad_norm > 0):
             raise ValueError("SFT needs lr > 0, lr_floor in [0, 1] and max_grad_norm > 0")
+        if self.lr_decays < 0 or not 0 < self.decay_factor < 1:
+            raise ValueError(
+                f"SFT needs lr_decays >= 0 and decay_factor in (0, 1); got {self.lr_decays}, "
+                f"{self.decay_factor}"
+            )
         if self.eval_every < 0 or self.patience < 1 or not 0 <= self.min_improvement < 1:
             raise ValueError(
                 "SFT needs eval_every >= 0, patience >= 1 and min_improvement in [0, 1); got "
@@ -161,6 +169,7 @@ class SFTResult:
     best_step: int | None = None  # step whose weights were kept (plateau stopping)
     stopped: str = "steps"  # "steps", "plateau", or "time_budget" (a part ended; resumable)
     parts: int = 1  # invocations that trained this result (resume adds one)
+    decays: list[int] = field(default_factory=list)  # steps at which the rate was cut
 
 
 def lr_scale(step: int, total: int, warmup: int, floor: float) -> float:
@@ -257,7 +266,7 @@ def train_sft(
     optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     result, order, window = SFTResult(), [], []
     best: dict[str, torch.Tensor] | None = None
-    best_loss, stale, wall_before = math.inf, 0, 0.0
+    best_loss, stale, wall_before, rate = math.inf, 0, 0.0, 1.0
     state_path = Path(state_dir) if state_dir is not None else None
     if state_path is not None and (state_path / STATE_JSON).is_file():
         saved, best = _load_state(state_path, policy, optimizer)
@@ -268,9 +277,12 @@ def train_sft(
             best_step=saved["best_step"], parts=saved["parts"] + 1,
         )  # fmt: skip
         best_loss, stale, wall_before = saved["best_loss"], saved["stale"], saved["wall_s"]
-        finished = saved["stopped"] == "plateau" or (
-            saved["stopped"] == "steps" and saved["steps"] >= settings.steps
-        )  # a part cut short, or a ceiling raised since, goes on
+        result.decays, rate = list(saved.get("decays", [])), float(saved.get("rate", 1.0))
+        plateaued = saved["stopped"] == "plateau" and len(result.decays) >= settings.lr_decays
+        finished = plateaued or (saved["stopped"] == "steps" and saved["steps"] >= settings.steps)
+        # a part cut short, a ceiling raised since, or more rate cuts allowed since goes on
+        if saved["stopped"] == "plateau" and not finished:
+            stale = settings.patience  # the plateau it stopped on: cut the rate, go on
         if finished:
             result.stopped = saved["stopped"]
             if best is not None:
@@ -287,12 +299,15 @@ def train_sft(
             "heldout": result.heldout, "best_step": result.best_step, "best_loss": best_loss,
             "stale": stale, "order": order, "rng": rng.bit_generator.state, "parts": result.parts,
             "wall_s": wall_before + time.perf_counter() - start, "stopped": stopped,
+            "decays": result.decays, "rate": rate,
         })  # fmt: skip
 
     start = time.perf_counter()
     policy.model.train()
     result.stopped = "steps"
     for step in range(result.steps, settings.steps):
+        if plateau and stale >= settings.patience:  # resumed on a plateau with cuts left
+            rate, stale = _cut_rate(policy, best, rate, settings, result)
         if (
             settings.time_budget_s is not None
             and time.perf_counter() - start > settings.time_budget_s
@@ -310,7 +325,7 @@ def train_sft(
         else:
             scale = lr_scale(step, settings.steps, settings.warmup_steps, settings.lr_floor)
         for group in optimizer.param_groups:
-            group["lr"] = settings.lr * scale
+            group["lr"] = settings.lr * scale * rate
         scores = policy.score(
             [d.observation() for d in batch], [d.target for d in batch], constrained=False
         )
@@ -336,8 +351,10 @@ def train_sft(
             else:
                 stale += 1
             if stale >= settings.patience:
-                result.stopped = "plateau"
-                break
+                if len(result.decays) >= settings.lr_decays:
+                    result.stopped = "plateau"
+                    break
+                rate, stale = _cut_rate(policy, best, rate, settings, result)
             snapshot("time_budget")  # a crash or a kill resumes from here
     snapshot(result.stopped)  # the last weights, so that a raised ceiling goes on from them
     if result.stopped != "time_budget" and best is not None:
@@ -345,6 +362,21 @@ def train_sft(
     policy.model.eval()
     result.wall_s = wall_before + time.perf_counter() - start
     return result
+
+
+def _cut_rate(
+    policy: AutoUIPolicy,
+    best: dict[str, torch.Tensor] | None,
+    rate: float,
+    settings: SFTSettings,
+    result: SFTResult,
+) -> tuple[float, int]:
+    """Back to the best measured weights with the rate cut by ``decay_factor``; the new rate
+    multiplier and a fresh patience count."""
+    if best is not None:
+        policy.model.load_state_dict(best)
+    result.decays.append(result.steps)
+    return rate * settings.decay_factor, 0
 
 
 def train_tokenizer(texts: Iterable[str], directory: Path, vocab_size: int = 1024) -> Path:

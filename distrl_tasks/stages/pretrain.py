@@ -259,6 +259,7 @@ def run(
             "final_loss": result.losses[-1] if result.losses else None,
             "heldout_loss": result.heldout,
             "best_step": result.best_step,
+            "rate_cuts_at": result.decays,
             "stopped": result.stopped,
             "parts": result.parts,
             "train_wall_s": result.wall_s,

@@ -43,6 +43,8 @@ def test_training_stops_on_the_plateau_and_keeps_the_best_weights() -> None:
     assert result.stopped == "plateau" and result.steps < 400
     steps = [s for s, _ in result.heldout]
     assert steps == list(range(5, result.steps + 1, 5))
+    # two plateaus cut the rate (back to the best weights each time); the third ends training
+    assert len(result.decays) == 2 and result.decays[0] < result.decays[1] < result.steps
     best = min(v for _, v in result.heldout)
     assert dict(result.heldout)[result.best_step] == best
     # the kept weights are the best measurement's, not the last step's
@@ -92,3 +94,17 @@ def test_bad_plateau_settings() -> None:
         SFTSettings(eval_every=5, patience=0)
     with pytest.raises(ValueError, match="at least one"):
         heldout_loss(policy(), [])
+
+
+def test_a_finished_run_goes_on_when_more_rate_cuts_are_allowed(tmp_path) -> None:
+    train, held = demos(8, 0), demos(4, 1)
+    none = SFTSettings(**{**SETTINGS, "lr_decays": 0})
+    p = policy()
+    first = train_sft(p, train, none, heldout=held, state_dir=tmp_path)
+    assert first.stopped == "plateau" and first.decays == []
+    more = SFTSettings(**{**SETTINGS, "lr_decays": 1})
+    second = train_sft(policy(), train, more, heldout=held, state_dir=tmp_path)
+    assert second.parts == 2 and second.decays == [first.steps]
+    assert second.stopped == "plateau" and second.steps > first.steps
+    best = min(v for _, v in second.heldout)
+    assert best <= min(v for _, v in first.heldout)
