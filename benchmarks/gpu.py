@@ -12,6 +12,14 @@ What it measures (random weights serve: memory and speed do not depend on their 
   linear layer of the language model) and AdamW: peak memory and optimizer steps/s on a batch of
   screenshot + prompt + action sequences (a 280x588 screenshot is 210 image tokens after the
   2x2 merge), then generation actions/s (32 new tokens, KV cache) at batch 8 and 32.
+* ``vlm-policy``: the same model driven through the project's own
+  :class:`~distrl_tasks.agents.vlm.VLMPolicy` (``agent.model: vlm``): real 600x270 PNG
+  screenshots through Qwen's image processor, the policy's input layout, its teacher-forced
+  ``score`` (what every learner calls) with a LoRA optimizer step at batch 8 (peak memory,
+  steps/s), and its ``sample`` (generate, then the behaviour log-probs scored) at batch 8 and 32
+  (actions/s, ``agent.max_new_tokens`` = 32). The tokenizer is a small byte-level one with Qwen's
+  special tokens (``agents/vlm_tiny.py``): no model hub is reachable, and the model's vocabulary
+  is Qwen's size either way.
 
 Usage::
 
@@ -32,7 +40,7 @@ from typing import Any
 
 import torch
 
-TASKS = ("autoui", "vlm")
+TASKS = ("autoui", "vlm", "vlm-policy")
 
 
 def _sync(device: torch.device) -> None:
@@ -312,6 +320,96 @@ def vlm(device: torch.device, *, tiny: bool, steps: int) -> list[dict[str, Any]]
     return results
 
 
+def _screenshot(seed: int) -> bytes:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 255, (600, 270, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def vlm_policy(device: torch.device, *, tiny: bool, steps: int) -> list[dict[str, Any]]:
+    """The project's VLM policy on a Qwen2.5-VL-3B-sized model: score + LoRA step, sampling."""
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2VLImageProcessor
+
+    from distrl_tasks.agents.vlm import LORA_TARGETS, VLMPolicy
+    from distrl_tasks.agents.vlm_tiny import tiny_tokenizer
+    from distrl_tasks.protocol.actions import format_action, tap
+    from distrl_tasks.protocol.observation import Observation, format_prompt
+
+    tmp = Path(tempfile.mkdtemp(prefix="gpu-vlm-"))
+    tok = tiny_tokenizer(tmp)
+    cfg, _ = qwen25_vl_config(tiny)
+    special = {
+        "image_token_id": "<|image_pad|>",
+        "video_token_id": "<|video_pad|>",
+        "vision_start_token_id": "<|vision_start|>",
+        "vision_end_token_id": "<|vision_end|>",
+    }
+    for name, token in special.items():
+        setattr(cfg, name, tok.convert_tokens_to_ids(token))
+    cfg.text_config.eos_token_id = tok.eos_token_id
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    torch.manual_seed(0)
+    _reset_peak(device)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with device:
+            model = Qwen2_5_VLForConditionalGeneration(cfg)
+    finally:
+        torch.set_default_dtype(default)
+    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0,
+                                             target_modules=LORA_TARGETS))  # fmt: skip
+    pixels = 28 * 28 * (8 if tiny else 210)  # 210 merged patches: a 588x280 screenshot
+    images = Qwen2VLImageProcessor(min_pixels=pixels // 2, max_pixels=pixels)
+    policy = VLMPolicy(model, tok, images, base_dir=tmp, temperature=1.0, max_new_tokens=32)
+    goals = ["Search for hotels in Paris", "Open the clock app", "Install the Uber app"]
+
+    def batch(n: int) -> list[Observation]:
+        return [Observation(format_prompt(goals[i % 3]), np.zeros(8, np.float16), _screenshot(i))
+                for i in range(n)]  # fmt: skip
+
+    obs = batch(8)
+    actions = [format_action(tap(0.1 * (i + 1), 0.5), plan="") for i in range(8)]
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=1e-4)
+
+    def step() -> None:
+        with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
+            loss = -policy.score(obs, actions).log_prob.mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    per_step = _timed(step, device, steps)
+    results = [{
+        "model": "vlm-policy-tiny" if tiny else "vlm-policy-qwen2.5-vl-3b-sized",
+        "algorithm": "score+lora-step", "train_batch": 8,
+        "precision": "bf16" if device.type == "cuda" else "fp32",
+        "optimizer_steps_per_s": round(1.0 / per_step, 3), "peak_gib": _peak_gib(device),
+    }]  # fmt: skip
+    for n in (8, 32):
+        _reset_peak(device)
+        inputs = batch(n)
+        per_call = _timed(lambda inputs=inputs: policy.sample(inputs), device, 1)
+        results.append({
+            "model": results[0]["model"], "inference_batch": n, "new_tokens_max": 32,
+            "precision": results[0]["precision"], "actions_per_s": round(n / per_call, 2),
+            "peak_gib": _peak_gib(device),
+        })  # fmt: skip
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
@@ -327,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     for task in args.only or TASKS:
-        fn = autoui if task == "autoui" else vlm
+        fn = {"autoui": autoui, "vlm": vlm, "vlm-policy": vlm_policy}[task]
         for row in fn(device, tiny=args.tiny, steps=args.steps):
             print(json.dumps({"device": card, "torch": torch.__version__, **row}), flush=True)
         if device.type == "cuda":

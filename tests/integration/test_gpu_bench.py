@@ -32,10 +32,11 @@ def test_gpu_benchmark_runs_its_tiny_configs_on_cpu() -> None:
         ("autoui-tiny", "distrl"),
         ("autoui-tiny", "digirl"),
         ("qwen2.5-vl-tiny", None),
+        ("vlm-policy-tiny", "score+lora-step"),
     }
     assert all(r["optimizer_steps_per_s"] > 0 and r["device"] == "cpu" for r in training)
     assert {(r["model"], r["inference_batch"]) for r in inference} == {
-        (m, b) for m in ("autoui-tiny", "qwen2.5-vl-tiny") for b in (8, 32)
+        (m, b) for m in ("autoui-tiny", "qwen2.5-vl-tiny", "vlm-policy-tiny") for b in (8, 32)
     }
     assert all(r["actions_per_s"] > 0 for r in inference)
     vlm = next(r for r in training if r["model"] == "qwen2.5-vl-tiny")

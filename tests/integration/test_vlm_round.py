@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from fakes.tiny_vlm import write_tiny_vlm
 
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.agents.vlm import VLM_FILE, VLMPolicy, base_digest
+from distrl_tasks.agents.vlm_tiny import write_tiny_vlm
 from distrl_tasks.config import config_from_dict
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.stages import bootstrap, collect, common, evaluate, label, register, train

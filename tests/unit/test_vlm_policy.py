@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from fakes.tiny_vlm import write_tiny_vlm
 from PIL import Image
 
 from distrl_tasks.agents.policy import build_policy
@@ -23,6 +22,7 @@ from distrl_tasks.agents.vlm import (
     load_vlm_policy,
     new_vlm_policy,
 )
+from distrl_tasks.agents.vlm_tiny import write_tiny_vlm
 from distrl_tasks.algorithms.group_relative import GroupRelative
 from distrl_tasks.config import AgentConfig, ConfigError, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer

@@ -3,12 +3,15 @@
 Random weights, transformers' own ``Qwen2VLForConditionalGeneration``, a byte-level BPE tokenizer
 fitted here (with Qwen's vision and end-of-text special tokens) and Qwen's image processor with
 a small pixel budget (a 600x270 screenshot becomes 4x8 patches, 8 image tokens). What the VLM
-policy loads from it is exactly what it loads from a downloaded Qwen2-VL directory.
+policy loads from it is exactly what it loads from a downloaded Qwen2-VL directory: the tests
+run the VLM policy end to end on it, and ``benchmarks/gpu.py`` borrows its tokenizer for a
+full-size model of random weights (no model hub is reachable from where they run).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -24,15 +27,10 @@ CORPUS = [
 ]
 
 
-def write_tiny_vlm(directory: Path, seed: int = 0) -> Path:
-    """Write the model, tokenizer and image processor to ``directory``; returns it."""
+def tiny_tokenizer(directory: Path) -> Any:
+    """A byte-level BPE tokenizer with Qwen's special tokens, saved to ``directory``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (
-        PreTrainedTokenizerFast,
-        Qwen2VLConfig,
-        Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
-    )
+    from transformers import PreTrainedTokenizerFast
 
     directory.mkdir(parents=True, exist_ok=True)
     bpe = Tokenizer(models.BPE())
@@ -44,6 +42,14 @@ def write_tiny_vlm(directory: Path, seed: int = 0) -> Path:
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>",
                                   pad_token="<|endoftext|>")  # fmt: skip
     tok.save_pretrained(str(directory))
+    return tok
+
+
+def write_tiny_vlm(directory: Path, seed: int = 0) -> Path:
+    """Write the model, tokenizer and image processor to ``directory``; returns it."""
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor
+
+    tok = tiny_tokenizer(directory)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIALS}
     cfg = Qwen2VLConfig(
         text_config={
