@@ -28,6 +28,7 @@ of its config and weight files), checked when the adapters are loaded.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -136,6 +137,10 @@ class VLMPolicy:
         self._image_token = self._special("<|image_pad|>", getattr(cfg, "image_token_id", None))
         self._vision_start = self._special("<|vision_start|>", None)
         self._vision_end = self._special("<|vision_end|>", None)
+        # transformers 5.2x builds M-RoPE positions from mm_token_type_ids; older 5.x does not
+        # take it: pass it only where the model's forward names it
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._mm_types = "mm_token_type_ids" in inspect.signature(base.forward).parameters
         merge = getattr(image_processor, "merge_size", None) or 2
         self._merge = int(merge) ** 2
         eos = tokenizer.eos_token_id
@@ -201,15 +206,16 @@ class VLMPolicy:
             label[i, width - len(row) :] = torch.tensor(mark, dtype=torch.bool)
         device = self.device
         dtype = next(self.model.parameters()).dtype
-        return {
+        out = {
             "input_ids": ids.to(device),
             "attention_mask": mask.to(device),
-            # modality per position (0 text, 1 image), what M-RoPE's positions are built from
-            "mm_token_type_ids": (ids == self._image_token).long().to(device),
             "pixel_values": vision["pixel_values"].to(device, dtype=dtype),
             "image_grid_thw": grid.to(device),
             "labels_mask": label.to(device),
         }
+        if self._mm_types:  # modality per position (0 text, 1 image): M-RoPE's positions
+            out["mm_token_type_ids"] = (ids == self._image_token).long().to(device)
+        return out
 
     def _action_ids(self, text: str) -> list[int]:
         # a special token's spelling inside an action is plain text, never the token itself
