@@ -47,7 +47,7 @@ demo: install
 repro: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 
-## repro-pretrain: rebuild the base policy through DVC (pretrain/dvc.yaml; about 30 minutes)
+## repro-pretrain: rebuild the base policy through DVC (pretrain/dvc.yaml; about 50 minutes, resumable)
 repro-pretrain: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro pretrain/dvc.yaml
 
