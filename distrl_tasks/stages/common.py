@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,18 @@ def resolve(workdir: str | os.PathLike, path: str | os.PathLike) -> Path:
 PATH_KEYS = ("checkpoint_dir", "dvc_file", "episodes_file", "shards")
 
 
+def _map_paths(manifest: dict[str, Any], fn: Callable[[str], str]) -> dict[str, Any]:
+    """``manifest`` with ``fn`` applied to every path its :data:`PATH_KEYS` hold."""
+    out = dict(manifest)
+    for key in PATH_KEYS:
+        value = out.get(key)
+        if isinstance(value, str) and value:
+            out[key] = fn(value)
+        elif isinstance(value, list):
+            out[key] = [fn(v) if isinstance(v, str) else v for v in value]
+    return out
+
+
 def portable_paths(manifest: dict[str, Any], base: str | os.PathLike) -> dict[str, Any]:
     """``manifest`` with its :data:`PATH_KEYS` under ``base`` written relative to it."""
     root = Path(base).resolve()
@@ -81,32 +93,14 @@ def portable_paths(manifest: dict[str, Any], base: str | os.PathLike) -> dict[st
         except ValueError:  # outside the base: stays absolute
             return value
 
-    out = dict(manifest)
-    for key in PATH_KEYS:
-        value = out.get(key)
-        if isinstance(value, str) and value:
-            out[key] = rel(value)
-        elif isinstance(value, list):
-            out[key] = [rel(v) if isinstance(v, str) else v for v in value]
-    return out
+    return _map_paths(manifest, rel)
 
 
 def located_paths(manifest: dict[str, Any], base: str | os.PathLike) -> dict[str, Any]:
     """Inverse of :func:`portable_paths`: relative :data:`PATH_KEYS` made absolute under
     ``base`` (as it is now, wherever the workdir was when the manifest was written)."""
     root = Path(base).resolve()
-
-    def absolute(value: str) -> str:
-        return value if Path(value).is_absolute() else str(root / value)
-
-    out = dict(manifest)
-    for key in PATH_KEYS:
-        value = out.get(key)
-        if isinstance(value, str) and value:
-            out[key] = absolute(value)
-        elif isinstance(value, list):
-            out[key] = [absolute(v) if isinstance(v, str) else v for v in value]
-    return out
+    return _map_paths(manifest, lambda v: v if Path(v).is_absolute() else str(root / v))
 
 
 def read_manifest(workdir: str | os.PathLike, round_: int, stage: str) -> dict[str, Any] | None:
