@@ -55,8 +55,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="retention-"))
     for lr in args.lrs:
         # the bootstrap's demonstrations come from the AitW train goals, as in a round
-        boot_cfg = load_config("params.yaml", [*overrides[:2], f"agent.sft_lr={lr}",
-                                               "env.data_dir="])  # fmt: skip
+        boot_cfg = load_config("params.yaml", [*overrides[:2], f"agent.sft_lr={lr}"])
         boot = bootstrap.run(boot_cfg, workdir=root / f"lr{lr:g}", eval_tasks=8,
                              threads=args.threads)  # fmt: skip
         rows.append({"policy": f"bootstrap lr={lr:g}",
