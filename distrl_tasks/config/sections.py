@@ -110,7 +110,7 @@ class AgentConfig:
     sft_mistake_rate: float = 0.2  # expert mistake rate of those demonstrations
     sft_steps: int = 300  # supervised optimizer steps of the bootstrap
     sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
-    sft_lr: float = 1e-3  # peak SFT learning rate (from scratch: far above algorithm.lm_lr)
+    sft_lr: float = 1e-4  # peak bootstrap SFT rate (1e-3 erases the base; a fresh model wants 1e-3)
     base_checkpoint: str = "shipped"  # bootstrap starts here: shipped base, a dir, "" = fresh
     pretrain_goals: int = 3000  # General training goals of the pretrain corpus (family-balanced)
     pretrain_webshop_goals: int = 600  # WebShop training goals of the pretrain corpus
