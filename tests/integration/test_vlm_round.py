@@ -1,9 +1,9 @@
 """A round trained by RL with the VLM policy: bootstrap, collect, label, train, register, evaluate.
 
-The few-MB Qwen2-VL of ``fakes.tiny_vlm`` (random weights) plays every part a real Qwen2-VL /
-Qwen2.5-VL checkpoint would: it clones the expert's demonstrations from the screenshots, acts on
-the simulator through the inference server, is trained with LoRA by each algorithm that fits,
-and its adapters go to the registry and back into an evaluation.
+The few-MB Qwen2-VL of ``distrl_tasks.agents.vlm_tiny`` (random weights) plays every part a real
+Qwen2-VL / Qwen2.5-VL checkpoint would: it clones the expert's demonstrations from the
+screenshots, acts on the simulator through the inference server, is trained with LoRA, and its
+adapters go to the registry and back into an evaluation.
 """
 
 from __future__ import annotations
