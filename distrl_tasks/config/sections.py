@@ -111,6 +111,9 @@ class AgentConfig:
     sft_steps: int = 300  # supervised optimizer steps of the bootstrap
     sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
     sft_lr: float = 1e-4  # peak bootstrap SFT rate (1e-3 erases the base; a fresh model wants 1e-3)
+    # which train goals the bootstrap's demonstrations attempt: "balanced" = every task family
+    # the same share; "file" = the train file's lines uniformly (AitW General: 2/3 web searches)
+    sft_goal_mix: Literal["balanced", "file"] = "balanced"
     base_checkpoint: str = "shipped"  # bootstrap starts here: shipped base, a dir, "" = fresh
     pretrain_goals: int = 3000  # General training goals of the pretrain corpus (family-balanced)
     pretrain_webshop_goals: int = 600  # WebShop training goals of the pretrain corpus
@@ -171,6 +174,11 @@ class AgentConfig:
         _check(self.sft_steps >= 1, f"{key}.sft_steps", "must be >= 1")
         _check(self.sft_batch_size >= 1, f"{key}.sft_batch_size", "must be >= 1")
         _check(self.sft_lr > 0, f"{key}.sft_lr", "must be > 0")
+        _check(
+            self.sft_goal_mix in ("balanced", "file"),
+            f"{key}.sft_goal_mix",
+            f"must be 'balanced' or 'file', got {self.sft_goal_mix!r}",
+        )
         for name in ("goals", "webshop_goals", "episodes_per_device", "eval_every", "patience"):
             _check(getattr(self, f"pretrain_{name}") >= 1, f"{key}.pretrain_{name}", "must be >= 1")
         for name in ("webshop_episodes_per_device", "heldout_episodes_per_device"):

@@ -197,6 +197,7 @@ def run(
             split="train",
             progress=progress,
             dynamics=cfg.sim.dynamics.bootstrap_profile,
+            goal_mix=ag.sft_goal_mix,
         ),
     )
     columns = [*DEMO_COLUMNS, *(["screenshot_png"] if cfg.agent.model == "vlm" else [])]
@@ -261,6 +262,7 @@ def run(
         "demo_success_rate": collected["success_rate"],
         "demos": len(demos),
         "mistake_rate": rate,
+        "goal_mix": ag.sft_goal_mix,
         "tokenizer": getattr(policy.tokenizer, "kind", "vlm"),
         "base_checkpoint": "" if cfg.agent.checkpoint_dir else cfg.agent.base_checkpoint,
         "sft_steps": result.steps,

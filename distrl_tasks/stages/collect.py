@@ -157,6 +157,9 @@ class CollectRequest:
         dynamics: live-world profile of the private simulator farm (``static``, ``live``,
             ``hostile``); default ``sim.dynamics.profile`` (``live``: online collection runs in
             the live world). Ignored with an external ADB server (its farm has its own profile).
+        goal_mix: ``file`` draws the split's goals uniformly (times the curriculum's weights);
+            ``balanced`` gives every task family the same share of the draws (the bootstrap's
+            ``agent.sft_goal_mix``).
         progress: show tqdm bars.
     """
 
@@ -173,6 +176,7 @@ class CollectRequest:
     max_batch: int | None = None
     max_wait_ms: float | None = None
     dynamics: str | None = None
+    goal_mix: str = "file"
     progress: bool = True
 
     def resolved(self, cfg: Config) -> CollectRequest:
@@ -186,6 +190,8 @@ class CollectRequest:
             raise ValueError(f"episodes_per_device must be >= 1, got {episodes}")
         if not 0 <= self.worker < self.workers:
             raise ValueError(f"worker must be in [0, workers={self.workers}), got {self.worker}")
+        if self.goal_mix not in ("file", "balanced"):
+            raise ValueError(f"goal_mix must be 'file' or 'balanced', got {self.goal_mix!r}")
         return dataclasses.replace(
             self,
             mode=mode,
@@ -295,6 +301,9 @@ def _plan(
         if req.split == "train"
         else (None, {})
     )
+    if req.goal_mix == "balanced":
+        balanced = curriculum.family_balanced_weights(goals)
+        probs = balanced if probs is None else probs * balanced / float((probs * balanced).sum())
     seed = f"{cfg.sim.seed}/{req.round}/{req.worker}/{req.split}"
     assert req.episodes_per_device is not None  # resolved
     # evaluation-like splits: every goal its own draw

@@ -48,6 +48,34 @@ def goal_weights(
     return (1.0 - rule.floor) * w / w.sum() + rule.floor / len(goals)
 
 
+def family_balanced_weights(goals: Sequence[str]) -> np.ndarray:
+    """``[G]`` draw probabilities that give every task family the same share of the draws.
+
+    ``P(g) = 1 / (F * n_f(g))``: F families among ``goals`` (by :func:`parse_goal`; goals no
+    family reads form one family of their own), ``n_f`` goals in ``g``'s family. The AitW
+    General train file is two thirds web searches, so drawing its lines uniformly teaches a
+    fine-tuned base mostly searches (and makes it forget the rest: benchmarks/RESULTS.md).
+
+    Raises:
+        ValueError: no goals.
+    """
+    from distrl_tasks.tasks.base import GoalParseError  # lazy: the task parsers
+    from distrl_tasks.tasks.parse import parse_goal
+
+    if not goals:
+        raise ValueError("family-balanced weights need at least one goal")
+    families = []
+    for goal in goals:
+        try:
+            families.append(parse_goal(goal).family)
+        except GoalParseError:
+            families.append("unknown")
+    sizes: dict[str, int] = {}
+    for f in families:
+        sizes[f] = sizes.get(f, 0) + 1
+    return np.array([1.0 / (len(sizes) * sizes[f]) for f in families], dtype=np.float64)
+
+
 def goal_outcomes(
     labeled_dir: str | os.PathLike, window_rounds: int
 ) -> tuple[dict[str, int], dict[str, int]]:
