@@ -27,11 +27,12 @@ benchmark resumes; ``fresh=True`` starts over (do that after changing the code).
 seed (every method at seed 0, then at seed 1, ...), so a partial benchmark compares the methods.
 
 Duration on the 2-core machine (measured 2026-11-24, fast decoder, evaluations on up to 32
-devices). Smoke preset: ~2 min. Full preset (3 methods x 2 task sets x 3 seeds, 900 s budget,
+devices). Smoke preset (DistRL, DigiRL, Filtered BC): ~2 min. Full preset (5 methods with GRPO
+and GiGPO x 2 task sets x 3 seeds, 900 s budget,
 96 test + 32 train tasks, reference evaluations under ``static`` and ``hostile``): the SFT
 bootstraps take ~2.5 min (General) and ~3 min (WebShop); a General run is its 900 s budget
 plus ~25 s of final evaluation (a synchronous round takes ~30 s there, so DigiRL and Filtered BC
-publish ~29 versions); one seed of one task set takes ~47 min, and the whole preset about six
+publish ~29 versions); one seed of one task set takes ~80 min, and the whole preset about nine
 hours, which is meant to run in parts (``--seeds``/``--task-sets``) that the run cache joins.
 """
 

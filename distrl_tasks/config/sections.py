@@ -111,9 +111,10 @@ class AgentConfig:
     sft_steps: int = 300  # supervised optimizer steps of the bootstrap
     sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
     sft_lr: float = 1e-4  # peak bootstrap SFT rate (1e-3 erases the base; a fresh model wants 1e-3)
-    # which train goals the bootstrap's demonstrations attempt: "balanced" = every task family
-    # the same share; "file" = the train file's lines uniformly (AitW General: 2/3 web searches)
-    sft_goal_mix: Literal["balanced", "file"] = "balanced"
+    # which train goals the bootstrap's demonstrations attempt: "file" = the train file's lines
+    # uniformly (AitW General: 2/3 web searches, like its test goals); "balanced" = every task
+    # family the same share (measured: it keeps no more of the base, benchmarks/RESULTS.md)
+    sft_goal_mix: Literal["balanced", "file"] = "file"
     base_checkpoint: str = "shipped"  # bootstrap starts here: shipped base, a dir, "" = fresh
     pretrain_goals: int = 3000  # General training goals of the pretrain corpus (family-balanced)
     pretrain_webshop_goals: int = 600  # WebShop training goals of the pretrain corpus

@@ -110,6 +110,8 @@ class AndroidEnv:
         history: previous actions shown in the prompt (default: ``cfg.prompt_history``).
         screen_elements: list at most this many of the screen's actionable elements in the
             prompt (``agent.observation: elements``; the dump is then captured); 0 = none.
+        exact_state_keys: key steps by the device's exact state where it has one (the
+            simulator), not by the screenshot's bytes (see :meth:`state_key`).
     """
 
     def __init__(
@@ -124,8 +126,12 @@ class AndroidEnv:
         end_on_invalid: bool | None = None,
         history: int | None = None,
         screen_elements: int = 0,
+        exact_state_keys: bool = False,
     ) -> None:
         self.device = device
+        # reading the simulator's exact state is one more ADB round trip per step (~20 ms, as
+        # much as the screenshot): only GiGPO's step groups need it
+        self.exact_state_keys = exact_state_keys
         self.encoder = encoder
         self.cfg = cfg
         self.task_set = task_set
@@ -168,11 +174,11 @@ class AndroidEnv:
         )
 
     def state_key(self, png: bytes) -> str:
-        """A digest of the state the policy acts in, with its goal: on the simulator its exact
-        state (``exact_state``), so steps of different attempts from the same state share a key
-        whatever the live world drew on screen for them; elsewhere the screenshot's bytes (what
-        verl-agent's GiGPO hashes)."""
-        exact = getattr(self.device, "exact_state", None)
+        """A digest of the state the policy acts in, with its goal: with ``exact_state_keys`` on
+        the simulator its exact state (``exact_state``), so steps of different attempts from the
+        same state share a key whatever the live world drew on screen for them; otherwise the
+        screenshot's bytes (what verl-agent's GiGPO hashes)."""
+        exact = getattr(self.device, "exact_state", None) if self.exact_state_keys else None
         state = exact() if callable(exact) else None
         h = hashlib.sha1(self.goal.encode() + b"\0")
         if state is None:

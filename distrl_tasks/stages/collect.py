@@ -117,6 +117,8 @@ def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[And
             cfg.env,
             task_set=cfg.env.task_set,
             screen_elements=cfg.agent.prompt_elements,
+            # GiGPO groups steps by state: on the simulator by its exact state
+            exact_state_keys=cfg.algorithm.name == "gigpo",
         )
         for s in serials
     ]

@@ -68,6 +68,29 @@ def test_observation_and_control(device) -> None:
     assert json.loads(device.shell("simctl state"))["page"] == "home"
 
 
+class CountingDevice(AdbDevice):
+    """The real device, counting its exact-state reads."""
+
+    exact_reads = 0
+
+    def exact_state(self):
+        self.exact_reads += 1
+        return super().exact_state()
+
+
+def test_exact_state_keys_cost_an_adb_call_only_when_asked(farm) -> None:
+    goal = "Set an alarm for 6pm"
+    keys = {}
+    for exact in (False, True):
+        dev = CountingDevice(farm.serials[0], farm.host, farm.port, timeout_s=10)
+        env = AndroidEnv(dev, SmallImageEncoder(), EnvConfig(), exact_state_keys=exact)
+        keys[exact] = env.reset(goal).state_key
+        assert env.step('"action_type": "PRESS_HOME"').observation.state_key
+        assert dev.exact_reads == (2 if exact else 0)  # one per observation, or none at all
+    # the same start, keyed two ways: by the simulator's state, and by the screenshot's bytes
+    assert keys[True] != keys[False]
+
+
 def _focus_search_field(device: AdbDevice) -> None:
     """Let the expert drive until it is about to type, i.e. a text field has focus."""
     env = AndroidEnv(device, SmallImageEncoder(), EnvConfig())

@@ -109,3 +109,50 @@ def test_plan_draws_uncertain_goals_more_often_and_is_off_by_default(tmp_path):
     # without probabilities the plan is the uniform one it always was
     uniform = sample_goals(goals, ["d0"], 4000, "seed")
     assert max(Counter(uniform["d0"]).values()) / 4000 < 0.28
+
+
+SEARCHES = [
+    "What is the weather in Paris?",
+    "Search for hotels in Paris",
+    "What time is it in Oslo?",
+]
+
+
+def test_family_balanced_weights_give_every_family_the_same_share():
+    goals = [*SEARCHES, "Set an alarm for 7am", "blorp zzz"]  # the last one no family reads
+    w = curriculum.family_balanced_weights(goals)
+    # three families (web_search x3, set_alarm, unknown): 1/3 each, split within a family
+    assert w.tolist() == pytest.approx([1 / 9, 1 / 9, 1 / 9, 1 / 3, 1 / 3])
+    with pytest.raises(ValueError, match="at least one goal"):
+        curriculum.family_balanced_weights([])
+
+
+def test_the_balanced_goal_mix_draws_families_evenly_and_keeps_the_curriculum(tmp_path):
+    from distrl_tasks.stages import collect
+
+    goals = [*SEARCHES, "Set an alarm for 7am"]
+    serials = ["d0", "d1"]
+    off = config_from_dict({})
+
+    def drawn(cfg, mix: str) -> Counter:
+        req = collect.CollectRequest(round=1, goal_mix=mix, episodes_per_device=3000)
+        plan, _ = collect._plan(cfg, req.resolved(cfg), goals, serials, tmp_path)
+        return Counter(g for s in plan.values() for g in s)
+
+    file_mix, balanced = drawn(off, "file"), drawn(off, "balanced")
+    assert file_mix["Set an alarm for 7am"] / 6000 == pytest.approx(1 / 4, abs=0.03)
+    assert balanced["Set an alarm for 7am"] / 6000 == pytest.approx(1 / 2, abs=0.03)
+    assert sum(balanced[g] for g in SEARCHES) / 6000 == pytest.approx(1 / 2, abs=0.03)
+    # with the curriculum on, its weights multiply the families' (here: the alarm is boosted)
+    data = rows("x0", goals[3], True, 1) + rows("x1", goals[3], False, 1)
+    write_shard(data, tmp_path / "labeled", round=1, name="r1", feature_dim=DIM, gamma=0.5)
+    on = config_from_dict(
+        {
+            "data": {"root": str(tmp_path)},
+            "orchestration": {"curriculum": {"enabled": True, "floor": 0.0, "boost": 3.0}},
+        }
+    )
+    both = drawn(on, "balanced")
+    assert both["Set an alarm for 7am"] / 6000 == pytest.approx(3 / 4, abs=0.03)
+    with pytest.raises(ValueError, match="goal_mix"):
+        collect.CollectRequest(round=1, goal_mix="families").resolved(off)

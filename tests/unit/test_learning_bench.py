@@ -205,7 +205,8 @@ def test_results_section_and_plots(tmp_path) -> None:
 
 def test_presets_and_run_config() -> None:
     full, smoke = LearningBenchSettings.full(), LearningBenchSettings.smoke()
-    assert full.methods == ("distrl", "digirl", "filtered_bc") and len(full.seeds) == 3
+    assert full.methods == ("distrl", "digirl", "filtered_bc", "grpo", "gigpo")
+    assert smoke.methods == ("distrl", "digirl", "filtered_bc") and len(full.seeds) == 3
     assert full.task_sets == ("general", "webshop") and full.eval_test == 96
     assert smoke.budget_s < full.budget_s and smoke.preset == "smoke"
     cfg = run_config(smoke, "webshop", method="digirl", seed=2)
