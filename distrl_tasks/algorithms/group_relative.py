@@ -200,6 +200,11 @@ class GroupRelative:
             metrics["train/steps_in_shared_states"] = shared
         return metrics
 
+    def has_signal(self, replay: ReplayBuffer) -> bool:
+        """Whether any trajectory in ``replay`` has a non-zero advantage (the learner skips
+        its optimizer steps otherwise: a round of all-success or all-failure groups)."""
+        return bool(np.isin(self.trained_slots, np.asarray(replay.slots)).any())
+
     def sample(self, replay: ReplayBuffer, batch_size: int, rng: np.random.Generator) -> Batch:
         """``batch_size`` whole trajectories drawn uniformly from those with an advantage."""
         if batch_size < 1:

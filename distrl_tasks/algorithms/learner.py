@@ -50,6 +50,7 @@ METRIC_NAMES = (
     "train/samples_per_s",  # samples consumed per second, all processes together
     "train/steps",  # optimizer steps taken so far (all rounds)
     "train/policy_version",  # policy version after the round
+    "train/skipped_steps",  # steps skipped: the replay had no signal (group methods)
 )
 # Reported too when the algorithm has a step critic (pre-fit: only in a fresh critic's round).
 CRITIC_METRIC_NAMES = (
@@ -185,10 +186,12 @@ class Learner:
                 break
             if on_step is not None:
                 on_step("critic")
-        started, samples = time.perf_counter(), 0
+        started, samples, skipped = time.perf_counter(), 0, 0
         for _ in range(steps):
-            self._optimizer_step(replay, record, critic_only=False)
-            samples += self.micro_batch_size * self.micro_batches
+            if self._optimizer_step(replay, record, critic_only=False):
+                samples += self.micro_batch_size * self.micro_batches
+            else:
+                skipped += 1
             if on_step is not None:
                 on_step("actor")
         elapsed = time.perf_counter() - started
@@ -202,6 +205,7 @@ class Learner:
         metrics["train/samples_per_s"] = samples * self.accelerator.num_processes / elapsed
         metrics["train/lr"] = float(self.optimizer.param_groups[0]["lr"])
         metrics["train/steps"] = float(self.step)
+        metrics["train/skipped_steps"] = float(skipped)
         metrics["train/policy_version"] = float(self.policy_version)
         calibrate = getattr(self.algorithm, "calibration", None)
         if calibrate is not None:
@@ -223,7 +227,8 @@ class Learner:
             for name, value in metrics.items():
                 values[name].append(float(value))
 
-        self._optimizer_step(replay, record, critic_only=False)
+        if not self._optimizer_step(replay, record, critic_only=False):
+            return {"train/skipped_steps": 1.0}
         return {name: float(np.mean(v)) for name, v in values.items()}
 
     def prefit_critic(self, replay: ReplayBuffer, rule: CriticPrefitConfig) -> dict[str, float]:
@@ -260,11 +265,17 @@ class Learner:
     def _optimizer_step(
         self, replay: ReplayBuffer, record: Callable[[dict[str, float]], None], critic_only: bool
     ) -> bool:
-        """One optimizer step (all micro-batches); False when ``critic_only`` finds no critic.
+        """One optimizer step (all micro-batches); False when ``critic_only`` finds no critic,
+        or when the algorithm says the replay holds nothing to learn from.
 
         Critic-only steps use the algorithm's ``critic_loss`` when it has one (it scores no
-        policy), else the critic part of its full loss.
+        policy), else the critic part of its full loss. An algorithm with ``has_signal(replay)``
+        (the group-relative ones: a round whose groups all got one return has no advantage
+        anywhere) skips the step when it is False on any process (``train/skipped_steps``): a
+        zero gradient would still move Adam's weights by momentum.
         """
+        if not critic_only and not self._has_signal(replay):
+            return False
         self.optimizer.zero_grad(set_to_none=True)
         critic_loss = getattr(self.algorithm, "critic_loss", None) if critic_only else None
         for _ in range(self.micro_batches):
@@ -288,6 +299,16 @@ class Learner:
         self.step += 1
         self._set_lr()
         return True
+
+    def _has_signal(self, replay: ReplayBuffer) -> bool:
+        """The algorithm's ``has_signal`` on every process (True when it has none)."""
+        check = getattr(self.algorithm, "has_signal", None)
+        ok = True if check is None else bool(check(replay))
+        if self._distributed():
+            flag = torch.tensor([int(ok)], device=self.accelerator.device, dtype=torch.int32)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MIN)
+            ok = bool(flag.item())
+        return ok
 
     def _set_lr(self) -> None:
         scale = min(1.0, (self.step + 1) / self.warmup_steps) if self.warmup_steps else 1.0

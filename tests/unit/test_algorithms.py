@@ -591,6 +591,28 @@ def test_group_relative_kl_term_uses_the_starting_policy(policy) -> None:
     assert all(not p.requires_grad for p in algo.reference.model.parameters())
 
 
+@pytest.mark.parametrize("name", ["grpo", "gigpo"])
+def test_a_round_without_group_signal_skips_its_steps_and_keeps_the_weights(policy, tmp_path, name):
+    # every attempt of each goal got the same return: no advantage anywhere, nothing to learn;
+    # a zero-gradient Adam step would still move the weights (momentum), so none is taken
+    rows = []
+    for i in range(3):
+        rows += trajectory(f"won{i}", [GOOD], [1.0], task="Open the clock", seed=i)
+        rows += trajectory(f"lost{i}", [GOOD, GOOD], [0.0, 0.0], task="Open Maps", seed=9 + i)
+    cfg = config_from_dict({"algorithm": {"name": name, "batch_size": 2}})
+    learner = Learner(cfg, build_algorithm(cfg, policy), out_dir=tmp_path)
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    metrics = learner.train_round(make_replay(rows), steps=3)
+    assert metrics["train/skipped_steps"] == 3.0 and metrics["train/samples_per_s"] == 0.0
+    assert metrics["train/groups_with_signal"] == 0.0 and learner.step == 0
+    after = list(policy.model.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    # one mixed group: the steps run again
+    rows += trajectory("lost-clock", [GOOD, GOOD], [0.0, 0.0], task="Open the clock", seed=20)
+    metrics = learner.train_round(make_replay(rows), steps=2)
+    assert metrics["train/skipped_steps"] == 0.0 and learner.step == 2
+
+
 def test_plan_goals_deals_groups_round_robin() -> None:
     from distrl_tasks.stages.curriculum import plan_goals
 

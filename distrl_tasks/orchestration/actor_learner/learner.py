@@ -86,6 +86,7 @@ class ContinuousLearner:
         self.prefit_metrics: dict[str, float] = {}
         self._incoming: queue.SimpleQueue[pa.Table] = queue.SimpleQueue()
         self.updates = 0
+        self.skipped = 0  # updates skipped: the replay had nothing to learn from
         self.idle_s = 0.0
         self.wall_s = 0.0
         self.published: list[tuple[int, float]] = []  # (version, seconds since start)
@@ -160,7 +161,14 @@ class ContinuousLearner:
             if stale_filters:
                 self._prepare()
                 stale_filters = False
-            for name, value in self.learner.update(self.replay).items():
+            metrics = self.learner.update(self.replay)
+            if metrics.get("train/skipped_steps"):
+                # nothing to learn from yet (groups without signal): the update is owed no
+                # longer, so the actors are not held back waiting for it
+                self.skipped += 1
+                self.board.record_updates(1)
+                continue
+            for name, value in metrics.items():
                 self._sums[name] += value
                 self._counts[name] += 1
             self.updates += 1
@@ -182,6 +190,7 @@ class ContinuousLearner:
         out.update(
             {
                 "async/updates": float(self.updates),
+                "async/updates_skipped": float(self.skipped),
                 "async/transitions": float(transitions),
                 "async/replay_ratio_reached": self.updates / transitions if transitions else 0.0,
                 "async/learner_idle_share": self.idle_s / self.wall_s if self.wall_s else 0.0,
