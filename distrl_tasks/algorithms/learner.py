@@ -274,6 +274,8 @@ class Learner:
         anywhere) skips the step when it is False on any process (``train/skipped_steps``): a
         zero gradient would still move Adam's weights by momentum.
         """
+        if critic_only and set(self.modules) <= {"policy"}:
+            return False  # no critic to step (and no batch to draw for it)
         if not critic_only and not self._has_signal(replay):
             return False
         self.optimizer.zero_grad(set_to_none=True)
