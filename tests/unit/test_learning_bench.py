@@ -124,18 +124,25 @@ def test_targets_by_hand() -> None:
         run("distrl", 0, 0.40, 30),
         run("distrl", 1, 0.30, 20),  # mean 0.35, 25 trajectories by the budget
         run("digirl", 0, 0.20, 10),
-        run("filtered_bc", 0, 0.50, 10),
+        run("filtered_bc", 0, 0.52, 10),
     ]
-    gain, equal_time, ratio = rep.evaluate_targets(records, {("general", "test"): 0.05}, 100.0)
-    assert gain.met is True and "DistRL +30.0" in gain.detail and "DigiRL +15.0" in gain.detail
+    sft = {("general", "test"): 0.2}  # a gap of 80 points to the expert
+    best, every, equal_time, ratio = rep.evaluate_targets(records, sft, 100.0)
+    # closed: DistRL (0.35 - 0.2) / 0.8 = 19%, DigiRL 0%, Filtered BC 40%
+    assert "DistRL +19%" in best.detail and "DigiRL +0%" in best.detail
+    assert "Filtered BC +40%" in best.detail and "SFT 20.0%" in best.detail
+    assert best.met is False and every.met is False
     assert equal_time.met is True and "35.0% vs 20.0%" in equal_time.detail
     assert ratio.met is True and "2.50x" in ratio.detail
+    strong = [run("distrl", 0, 0.70, 30), run("digirl", 0, 0.45, 10)]  # closes 62.5% and 31%
+    best, every, _, _ = rep.evaluate_targets(strong, sft, 100.0)
+    assert (best.met, every.met) == (True, True)
     worse = [run("distrl", 0, 0.10, 20), run("digirl", 0, 0.20, 10)]
-    gain, equal_time, ratio = rep.evaluate_targets(worse, {("general", "test"): 0.05}, 100.0)
-    assert (gain.met, equal_time.met, ratio.met) == (False, False, False)
-    assert "2.00x" in ratio.detail
+    best, every, equal_time, ratio = rep.evaluate_targets(worse, sft, 100.0)
+    assert (best.met, every.met, equal_time.met, ratio.met) == (False, False, False, False)
+    assert "2.00x" in ratio.detail and "DistRL -12%" in best.detail
     only = rep.evaluate_targets([run("digirl", 0, 0.2, 10)], {}, 100.0)
-    assert [t.met for t in only] == [None, None, None]
+    assert [t.met for t in only] == [None, None, None, None]
     assert only[0].verdict == "not measured"
 
 
