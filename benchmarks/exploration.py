@@ -6,12 +6,14 @@ Usage::
 
 The first ``--goals`` General test goals, each attempted ``--attempts`` times under the ``live``
 world (8 simulated devices, the collector and inference server of a training round) by the
-policy in ``--checkpoint`` sampling, in four arms:
+policy in ``--checkpoint`` sampling, in these arms:
 
 - ``T``: one temperature (``agent.temperature``), as collection samples today;
 - ``parts``: per-part temperatures (plan/type 1.0, coordinates 0.2, text 0.3);
 - ``parts+e0.1`` and ``parts+e0.25``: the same plus element exploration with epsilon 0.1 and
-  0.25 (a tap on a uniformly drawn element of the screen's UI dump).
+  0.25 (a tap on a uniformly drawn element of the screen's UI dump);
+- ``parts+g0.1`` and ``parts+g0.25``: the same epsilons, goal-aware (an element's weight is
+  1 + 4 x the goal's words in its label: ``agent.exploration.element_goal_weight`` 4).
 
 Per family it prints the success rate of all sampled episodes and of the episodes that explored
 (an element tap at least once), the figures the learner's exploration target reads
@@ -42,6 +44,8 @@ from distrl_tasks.stages import collect
 from distrl_tasks.tasks.farm import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
+PARTS = {"type_temperature": 1.0, "coord_temperature": 0.2, "text_temperature": 0.3}
+GOAL_WEIGHT = 4.0
 ARMS: dict[str, tuple[ExplorationConfig | None, float]] = {
     "T": (None, 0.0),
     "parts": (ExplorationConfig(type_temperature=1.0, coord_temperature=0.2,
@@ -50,6 +54,8 @@ ARMS: dict[str, tuple[ExplorationConfig | None, float]] = {
                                      text_temperature=0.3), 0.1),
     "parts+e0.25": (ExplorationConfig(type_temperature=1.0, coord_temperature=0.2,
                                       text_temperature=0.3), 0.25),
+    "parts+g0.1": (ExplorationConfig(**PARTS, element_goal_weight=GOAL_WEIGHT), 0.1),
+    "parts+g0.25": (ExplorationConfig(**PARTS, element_goal_weight=GOAL_WEIGHT), 0.25),
 }  # fmt: skip
 
 
@@ -59,7 +65,8 @@ def run_arm(cfg: Config, name: str, checkpoint: str, goals: list[str], attempts:
     cfg = dataclasses.replace(cfg, agent=agent)
     policy = build_policy(cfg.agent, checkpoint_dir=checkpoint, seed=cfg.sim.seed)
     policy.model.eval()
-    exploration = ElementExploration(eps, seed=cfg.sim.seed)
+    goal_weight = parts.element_goal_weight if parts is not None else 0.0
+    exploration = ElementExploration(eps, seed=cfg.sim.seed, goal_weight=goal_weight)
     devices = cfg.orchestration.devices_per_worker
     with running_farm(devices, seed=cfg.sim.seed, sim_cfg=cfg.sim, dynamics="live") as farm:
         envs = collect.open_envs(cfg, farm.host, farm.port, farm.serials)

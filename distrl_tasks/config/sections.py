@@ -63,12 +63,16 @@ class ExplorationConfig:
     coord_temperature: float = 0.0  # a tap's coordinate digits (0 = agent.temperature)
     text_temperature: float = 0.0  # typed text (0 = agent.temperature)
     element_epsilon: float = 0.0  # per step: tap a uniformly drawn element of the UI dump instead
+    # goal-aware draws: element e weighs 1 + element_goal_weight * (goal words in its label,
+    # +0.5 for a text field); 0 = uniform
+    element_goal_weight: float = 0.0
 
     def validate(self, key: str) -> None:
         for part in ("type", "coord", "text"):
             value = getattr(self, f"{part}_temperature")
             _check(value >= 0, f"{key}.{part}_temperature", "must be >= 0 (0 = agent.temperature)")
         _check(0.0 <= self.element_epsilon < 1.0, f"{key}.element_epsilon", "must be in [0, 1)")
+        _check(self.element_goal_weight >= 0, f"{key}.element_goal_weight", "must be >= 0")
 
     def temperatures(self, default: float) -> dict[str, float]:
         """The temperature of each part ("type", "coords", "text"), zeros replaced by

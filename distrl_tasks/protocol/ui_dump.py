@@ -191,6 +191,12 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) >= 3}
 
 
+def goal_match(element: Element, goal: str) -> float:
+    """How much ``goal`` names ``element``: the goal's words (3+ letters) in its label, plus one
+    half for a text field (where a query goes)."""
+    return len(_words(goal) & _words(element.label)) + 0.5 * element.editable
+
+
 def goal_elements(xml: str, goal: str, limit: int) -> list[Element]:
     """At most ``limit`` actionable elements for a prompt, the ones the goal names first.
 
@@ -201,8 +207,7 @@ def goal_elements(xml: str, goal: str, limit: int) -> list[Element]:
     if limit <= 0:
         return []
     elements = actionable_elements(xml)
-    wanted = _words(goal)
-    scores = [len(wanted & _words(e.label)) + 0.5 * e.editable for e in elements]
+    scores = [goal_match(e, goal) for e in elements]
     best = sorted(range(len(elements)), key=lambda i: (-scores[i], i))[:limit]
     return [elements[i] for i in sorted(best)]
 

@@ -3,16 +3,21 @@
 Sampling the policy alone rarely reaches a reward on the families it has not learnt: its taps
 are written digit by digit, so a temperature high enough to try another target scatters the tap
 instead. Element exploration acts, with probability ``epsilon`` per step, on a target the screen
-offers: a tap on the centre of an element drawn uniformly from the uiautomator dump the
-collector already captures (:func:`~distrl_tasks.protocol.ui_dump.actionable_elements`).
+offers: a tap on the centre of an element drawn from the uiautomator dump the collector already
+captures (:func:`~distrl_tasks.protocol.ui_dump.actionable_elements`), uniformly or, goal-aware,
+with weight ``1 + beta * m(e, goal)`` where ``m`` counts the goal's words in the element's label
+(:func:`~distrl_tasks.protocol.ui_dump.goal_match`): "Open the clock" draws the drawer's Clock
+icon more often than any other, and a uniform draw over a dozen icons rarely does.
 
 The behaviour policy is then the mixture, and the stored behaviour log-prob is that of the
 action that acted under it::
 
-    mu(a | s) = (1 - eps) * pi(a | s) + eps * q(a | s),    q(a | s) = [a in E(s)] / |E(s)|
+    mu(a | s) = (1 - eps) * pi(a | s) + eps * q(a | s),
+    q(a | s) = sum_{e in E(s): tap(e) = a} w_e / sum_{e in E(s)} w_e,   w_e = 1 + beta * m(e, goal)
 
 where ``pi`` is the policy's (tempered, constrained) distribution over action strings and
-``E(s)`` the element taps of the screen (AutoUI strings with the short plan, all distinct). A
+``E(s)`` the screen's elements (their taps are AutoUI strings with the short plan; beta = 0 gives
+the uniform ``[a in taps] / |taps|`` over the distinct taps). A
 screen without elements explores nothing, so there ``mu = pi``. When exploration chose, ``pi(a)``
 is scored teacher-forced by the same policy version; when the policy chose, the sampled
 log-prob is used and ``q(a)`` is non-zero only if it wrote exactly an element's tap. The
@@ -27,7 +32,7 @@ import threading
 from collections.abc import Sequence
 from typing import Protocol
 
-from distrl_tasks.protocol.ui_dump import actionable_elements
+from distrl_tasks.protocol.ui_dump import actionable_elements, goal_match
 from distrl_tasks.runners.policies import CollectPolicy
 from distrl_tasks.tasks.base import GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
@@ -64,12 +69,18 @@ class ElementExploration:
         epsilon: per-step probability of acting on a random element (0 = never).
         seed: seeds the draws.
         max_elements: elements considered per screen (the first ones in document order).
+        goal_weight: ``beta`` of the goal-aware draw (0 = uniform over the distinct taps).
     """
 
-    def __init__(self, epsilon: float, seed: int = 0, max_elements: int = 64) -> None:
+    def __init__(
+        self, epsilon: float, seed: int = 0, max_elements: int = 64, goal_weight: float = 0.0
+    ) -> None:
         if not 0.0 <= epsilon < 1.0:
             raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
+        if goal_weight < 0:
+            raise ValueError(f"goal_weight must be >= 0, got {goal_weight}")
         self.epsilon = float(epsilon)
+        self.goal_weight = float(goal_weight)
         self.max_elements = max_elements
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -102,15 +113,33 @@ class ElementExploration:
                 "explored_episodes": len(self.explored_episodes),
             }
 
-    def _draw(self, n: int) -> int | None:
-        """An element index with probability epsilon, else None."""
+    def _draw(self, weights: Sequence[float]) -> int | None:
+        """With probability epsilon an index drawn in proportion to ``weights``, else None."""
         with self._lock:
             self.steps += 1
             explore = self._rng.random() < self.epsilon
-            pick = self._rng.randrange(n)
+            if len(set(weights)) == 1:
+                pick = self._rng.randrange(len(weights))
+            else:
+                pick = self._rng.choices(range(len(weights)), weights=weights)[0]
             if explore:
                 self.explored_steps += 1
             return pick if explore else None
+
+    def tap_weights(self, xml: str, goal: str) -> dict[str, float]:
+        """The screen's distinct element taps with their draw probabilities ``q`` (document
+        order; empty when the screen has no actionable element)."""
+        elements = actionable_elements(xml, self.max_elements) if xml else []
+        weights: dict[str, float] = {}
+        for e in elements:
+            w = 1.0 + self.goal_weight * goal_match(e, goal) if self.goal_weight else 1.0
+            tap = e.tap_action()
+            if self.goal_weight:
+                weights[tap] = weights.get(tap, 0.0) + w
+            else:
+                weights.setdefault(tap, w)  # uniform over the distinct taps
+        total = sum(weights.values())
+        return {tap: w / total for tap, w in weights.items()}
 
     def _mark(self, episode_id: str) -> None:
         with self._lock:
@@ -128,18 +157,17 @@ class _Exploring:
         texts, log_probs = self.policy.act(observations)  # type: ignore[arg-type]
         texts, log_pi = list(texts), [float(v) for v in log_probs]
         eps = self.exploration.epsilon
-        targets: list[list[str]] = []
+        targets: list[dict[str, float]] = []
         chosen: list[int] = []
         for i, obs in enumerate(observations):
             xml = str(getattr(obs, "ui_xml", "") or "")
-            elements = actionable_elements(xml, self.exploration.max_elements) if xml else []
-            taps = list(dict.fromkeys(e.tap_action() for e in elements))
+            taps = self.exploration.tap_weights(xml, str(getattr(obs, "goal", "") or ""))
             targets.append(taps)
             if not taps:
                 continue
-            pick = self.exploration._draw(len(taps))
+            pick = self.exploration._draw(list(taps.values()))
             if pick is not None:
-                texts[i] = taps[pick]
+                texts[i] = list(taps)[pick]
                 chosen.append(i)
                 self.exploration._mark(str(getattr(obs, "episode_id", "")))
         if chosen:
@@ -152,8 +180,7 @@ class _Exploring:
             if not taps:
                 out.append(lp)  # nothing to explore on this screen: mu = pi
                 continue
-            q = (1.0 / len(taps)) if text in taps else 0.0
-            out.append(mixture_log_prob(lp, eps, q))
+            out.append(mixture_log_prob(lp, eps, taps.get(text, 0.0)))
         return texts, out
 
     def log_prob(self, observations: Sequence[object], actions: Sequence[str]) -> list[float]:

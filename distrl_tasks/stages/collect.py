@@ -330,7 +330,11 @@ def _exploration(cfg: Config, req: CollectRequest, policy: object) -> ElementExp
     eps = cfg.agent.exploration.element_epsilon
     if eps == 0.0 or not isinstance(as_collect_policy(policy), ModelPolicy):
         return None
-    return ElementExploration(eps, seed=cfg.sim.seed * 7919 + req.round * 101 + req.worker)
+    return ElementExploration(
+        eps,
+        seed=cfg.sim.seed * 7919 + req.round * 101 + req.worker,
+        goal_weight=cfg.agent.exploration.element_goal_weight,
+    )
 
 
 def _run_episodes(

@@ -105,6 +105,33 @@ def test_the_stored_log_prob_is_the_mixtures_probability_of_what_acted() -> None
         assert log_probs[i] == pytest.approx(math.log(eps / len(taps)), abs=1e-3)
 
 
+def test_goal_aware_draws_favour_what_the_goal_names_and_score_the_mixture() -> None:
+    # goal "Open the news" names the News button (one word); the search field is a text field
+    # (+0.5): with beta = 2 the weights are search 1 + 1 = 2, News 1 + 2 = 3, Settings 1
+    exploration = ElementExploration(0.5, seed=4, goal_weight=2.0)
+    search, news, settings = (e.tap_action() for e in actionable_elements(XML))
+    q = exploration.tap_weights(XML, "Open the news")
+    assert list(q) == [search, news, settings]
+    assert list(q.values()) == pytest.approx([2 / 6, 3 / 6, 1 / 6])
+    assert ElementExploration(0.5).tap_weights(XML, "Open the news") == pytest.approx(
+        {search: 1 / 3, news: 1 / 3, settings: 1 / 3}  # beta = 0: uniform
+    )
+    assert exploration.tap_weights("", "Open the news") == {}
+    inner = model_policy()
+    acting = exploration.wrap(inner)
+    obs = [observation(i) for i in range(40)]
+    texts, log_probs = acting.act(obs)
+    drawn = [t for t in texts if t in q]
+    assert len(drawn) == exploration.explored_steps > 10
+    assert drawn.count(news) > drawn.count(settings)
+    log_pi = inner.log_prob(obs, texts)
+    for text, lp, lpi in zip(texts, log_probs, log_pi, strict=True):
+        expected = math.log(0.5 * math.exp(lpi) + 0.5 * q.get(text, 0.0))
+        assert lp == pytest.approx(expected, abs=1e-4)
+    with pytest.raises(ValueError, match="goal_weight"):
+        ElementExploration(0.1, goal_weight=-1.0)
+
+
 def test_exploration_share_follows_epsilon_and_wraps_only_scoring_policies() -> None:
     exploration = ElementExploration(0.3, seed=0)
     acting = exploration.wrap(model_policy())

@@ -122,7 +122,15 @@ def continuous_round(
 
     stop, halt, out = threading.Event(), threading.Event(), {}
     eps = cfg.agent.exploration.element_epsilon
-    exploration = ElementExploration(eps, seed=cfg.sim.seed * 7919 + round_ * 101) if eps else None
+    exploration = (
+        ElementExploration(
+            eps,
+            seed=cfg.sim.seed * 7919 + round_ * 101,
+            goal_weight=cfg.agent.exploration.element_goal_weight,
+        )
+        if eps
+        else None
+    )
 
     def actors() -> None:
         try:
