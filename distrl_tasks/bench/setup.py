@@ -144,6 +144,7 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "orchestration.continuous.learner_process": False,
     "algorithm.distrl.rescore": "all",
     "agent.sft_goal_mix": "file",
+    "agent.exploration.element_goal_weight": 0.0,
 }
 # Keys that decide what is kept on disk, never what a run learns: they never name a result.
 STORAGE_KEYS: frozenset[str] = frozenset({"algorithm.keep_states", "tracking.keep_downloads"})
