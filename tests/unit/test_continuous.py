@@ -266,3 +266,27 @@ def test_actors_halt_the_reserve_before_the_budget_ends():
     assert halt_delay(900.0, 30.0, 234.0) == pytest.approx(636.0)  # halts at 870 s of 900
     assert halt_delay(900.0, 0.0, 234.0) == pytest.approx(666.0)  # no reserve: at the budget
     assert halt_delay(900.0, 30.0, 880.0) == 0.0  # already inside the reserve: halt now
+
+
+def test_a_group_method_without_signal_pays_its_updates_and_takes_no_step(tmp_path):
+    # GRPO on one group whose attempts all failed: no advantage anywhere; the owed updates are
+    # skipped (no optimizer step) and paid on the board, so actors are not held at the gate
+    cfg = config_from_dict({"algorithm": {"name": "grpo", "batch_size": 2}})
+    lrn = Learner(cfg, build_algorithm(cfg, build_policy(AgentConfig(), seed=0)), out_dir=tmp_path)
+    board = VersionBoard(None, 0, replay_ratio=1.0, publish_every_updates=2, max_staleness=8)
+    cl = ContinuousLearner(lrn, ReplayBuffer(1000), board, publish_every_updates=2)
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: cl.run(stop))
+    thread.start()
+    try:
+        d = board.dispatch()
+        cl.add(trajectory("a", 2, False, 0))
+        cl.add(trajectory("b", 2, False, 1))
+        board.finished(d.version, 4)
+        wait_until(lambda: board.updates == 4)
+    finally:
+        stop.set()
+        thread.join(60)
+    report = cl.report()
+    assert report["async/updates_skipped"] == 4 and report["async/updates"] == 0
+    assert lrn.step == 0 and board.version == 0  # nothing learnt, nothing published
