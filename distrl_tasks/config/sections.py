@@ -179,11 +179,6 @@ class AgentConfig:
         _check(self.sft_steps >= 1, f"{key}.sft_steps", "must be >= 1")
         _check(self.sft_batch_size >= 1, f"{key}.sft_batch_size", "must be >= 1")
         _check(self.sft_lr > 0, f"{key}.sft_lr", "must be > 0")
-        _check(
-            self.sft_goal_mix in ("balanced", "file"),
-            f"{key}.sft_goal_mix",
-            f"must be 'balanced' or 'file', got {self.sft_goal_mix!r}",
-        )
         for name in ("goals", "webshop_goals", "episodes_per_device", "eval_every", "patience"):
             _check(getattr(self, f"pretrain_{name}") >= 1, f"{key}.pretrain_{name}", "must be >= 1")
         for name in ("webshop_episodes_per_device", "heldout_episodes_per_device"):

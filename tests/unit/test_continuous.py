@@ -7,9 +7,11 @@ of ``collect_async`` does.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -162,6 +164,19 @@ def test_no_gate_without_a_replay_ratio_and_staleness_is_counted_at_the_end():
 # --- the continuous learner -----------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def running(cl: ContinuousLearner) -> Iterator[None]:
+    """``cl`` runs in its own thread for the block, and is stopped and joined after it."""
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: cl.run(stop))
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+
+
 @pytest.fixture
 def learner(tmp_path):
     algorithm = {"batch_size": 2, "distrl": {"top_p": 1.0, "windows": 2, "window_start": "step"}}
@@ -173,10 +188,7 @@ def learner(tmp_path):
 def test_continuous_learner_respects_the_replay_ratio_and_publishes_every_k(learner):
     board = VersionBoard(None, 0, replay_ratio=1.0, publish_every_updates=2, max_staleness=8)
     cl = ContinuousLearner(learner, ReplayBuffer(1000), board, publish_every_updates=2)
-    stop = threading.Event()
-    thread = threading.Thread(target=lambda: cl.run(stop))
-    thread.start()
-    try:
+    with running(cl):
         d = board.dispatch()
         cl.add(trajectory("a", 3, True, 0))
         board.finished(d.version, 3)
@@ -189,9 +201,6 @@ def test_continuous_learner_respects_the_replay_ratio_and_publishes_every_k(lear
         board.finished(d.version, 5)
         wait_until(lambda: board.updates == 8)
         wait_until(lambda: board.version == 4)
-    finally:
-        stop.set()
-        thread.join(60)
     report = cl.report()
     assert report["async/updates"] == 8 and report["async/transitions"] == 8
     assert report["async/replay_ratio_reached"] == 1.0
@@ -231,17 +240,11 @@ def test_continuous_learner_publishes_every_t_seconds(learner):
     cl = ContinuousLearner(
         learner, ReplayBuffer(1000), board, publish_every_updates=100, publish_every_s=1e-6
     )
-    stop = threading.Event()
-    thread = threading.Thread(target=lambda: cl.run(stop))
-    thread.start()
-    try:
+    with running(cl):
         cl.add(trajectory("a", 2, True, 0))
         board.dispatch()
         board.finished(0, 2)
         wait_until(lambda: board.updates == 2 and board.version == 2)
-    finally:
-        stop.set()
-        thread.join(60)
     assert len(cl.published) == 2  # T elapsed after each update, K never reached
 
 
@@ -275,18 +278,12 @@ def test_a_group_method_without_signal_pays_its_updates_and_takes_no_step(tmp_pa
     lrn = Learner(cfg, build_algorithm(cfg, build_policy(AgentConfig(), seed=0)), out_dir=tmp_path)
     board = VersionBoard(None, 0, replay_ratio=1.0, publish_every_updates=2, max_staleness=8)
     cl = ContinuousLearner(lrn, ReplayBuffer(1000), board, publish_every_updates=2)
-    stop = threading.Event()
-    thread = threading.Thread(target=lambda: cl.run(stop))
-    thread.start()
-    try:
+    with running(cl):
         d = board.dispatch()
         cl.add(trajectory("a", 2, False, 0))
         cl.add(trajectory("b", 2, False, 1))
         board.finished(d.version, 4)
         wait_until(lambda: board.updates == 4)
-    finally:
-        stop.set()
-        thread.join(60)
     report = cl.report()
     assert report["async/updates_skipped"] == 4 and report["async/updates"] == 0
     assert lrn.step == 0 and board.version == 0  # nothing learnt, nothing published
