@@ -26,6 +26,13 @@ Match bias (config ``copy_match: K``, K > 0): the copy scores also get a learnt 
 before position ``i`` (:mod:`distrl_tasks.agents.copy_match`), and the gate a learnt term for the
 longest such run, so a started copy keeps its place in the goal. With it the decoder's cache is a
 :class:`~distrl_tasks.agents.copy_match.MatchCache`, opaque to callers.
+
+Span scores (config ``copy_span: true``, needs the match bias): a prompt position that no run
+continues gets ``u[kind(i)] + c * covered(t, i)``, a learnt score per start kind (inside a word,
+word start, symbol) and a learnt coverage score (:mod:`distrl_tasks.agents.copy_match`), so
+copies start at word starts and do not restart an entity already typed. The kind of every
+vocabulary id comes from the tokenizer (:meth:`AutoUIModel.set_piece_kinds`, which
+:class:`~distrl_tasks.agents.policy.AutoUIPolicy` calls) and is saved with the weights.
 """
 
 from __future__ import annotations
@@ -38,7 +45,15 @@ from torch import nn
 from transformers import T5Config, T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5Stack
 
-from distrl_tasks.agents.copy_match import MatchCache, match_lengths
+from distrl_tasks.agents.copy_match import (
+    INSIDE_WORD,
+    SYMBOL,
+    WORD_START,
+    MatchCache,
+    covered,
+    match_lengths,
+    start_kinds,
+)
 
 # transformers 5 renamed the decoder stack's ``past_key_values`` argument and output to ``cache``
 # (the old name warns on every call and goes in 5.40); older releases know only the old name.
@@ -63,14 +78,17 @@ def tiny_t5_config(
     layers: int = 3,
     copy: bool = True,
     copy_match: int = 8,
+    copy_span: bool = False,
 ) -> T5Config:
     """The embedded default: a few million parameters, trainable from scratch on a CPU.
 
     Dropout is off so that, for the same weights, the learner's recomputed log-probs equal the
     actor's behaviour log-probs exactly (importance ratios of 1 on-policy). ``copy`` turns on the
     copy head, ``copy_match`` its match bias over runs of up to that many tokens (module
-    docstring; 0 = off).
+    docstring; 0 = off), ``copy_span`` its span scores (needs the match bias).
     """
+    if copy_span and not (copy and copy_match):
+        raise ValueError("copy_span needs the copy head with a match bias (copy_match > 0)")
     return T5Config(
         vocab_size=vocab_size,
         d_model=d_model,
@@ -89,6 +107,7 @@ def tiny_t5_config(
         decoder_start_token_id=0,
         copy_attention=copy,
         copy_match=copy_match if copy else 0,
+        copy_span=bool(copy_span),
     )
 
 
@@ -132,6 +151,26 @@ class AutoUIModel(nn.Module):
             lengths = torch.arange(self.copy_match + 1, dtype=torch.float32)
             self.copy_match_bias = nn.Parameter(lengths.clone())
             self.copy_gate_match = nn.Parameter(torch.zeros(self.copy_match + 1))
+        self.copy_span = bool(getattr(config, "copy_span", False)) and self.copy_match > 0
+        if self.copy_span:
+            # priors: a copy rarely starts inside a word and never re-types what is written
+            start = torch.zeros(3)
+            start[INSIDE_WORD], start[SYMBOL] = -2.0, -1.0
+            self.copy_start_bias = nn.Parameter(start)
+            self.copy_cover_bias = nn.Parameter(torch.tensor([-2.0]))
+            # every id a word start until the tokenizer says otherwise (no effect by itself)
+            kinds = torch.full((config.vocab_size,), WORD_START, dtype=torch.long)
+            self.register_buffer("copy_piece_kinds", kinds)
+
+    def set_piece_kinds(self, kinds: torch.Tensor) -> None:
+        """Record the start kind of every vocabulary id (:func:`~.copy_match.piece_kinds`);
+        ids past ``kinds`` (sentinels the tokenizer does not have) count as symbols."""
+        if not self.copy_span:
+            return
+        full = torch.full((self.vocab_size,), SYMBOL, dtype=torch.long)
+        n = min(len(kinds), self.vocab_size)
+        full[:n] = kinds[:n]
+        self.copy_piece_kinds.copy_(full.to(self.copy_piece_kinds.device))
 
     @property
     def vocab_size(self) -> int:
@@ -209,15 +248,30 @@ class AutoUIModel(nn.Module):
         logits = self.lm_head(scaled)
         if not self.copy:
             return logits, cache
-        match = None
+        match = span = None
         if self.copy_match:
             new = decoder_input_ids.shape[1]
             window = history[:, -(new + self.copy_match - 1) :]  # rows look back K-1 inputs
             ignore = (self.decoder_start_id, int(self.config.pad_token_id or 0))
             match = match_lengths(window, source_ids, attention_mask, self.copy_match, ignore)
             match = match[:, -new:]
-        mixed = self._copy_mix(hidden, logits, encoder_states, attention_mask, source_ids, match)
+            if self.copy_span:
+                cover = covered(history, source_ids, ignore)[:, -new:]
+                span = self.span_scores(match, cover, source_ids)
+        mixed = self._copy_mix(
+            hidden, logits, encoder_states, attention_mask, source_ids, match, span
+        )
         return mixed, cache
+
+    def span_scores(
+        self, match: torch.Tensor, cover: torch.Tensor, source_ids: torch.Tensor
+    ) -> torch.Tensor:
+        """The span scores ``[B, T, L]`` (module docstring): at positions no run continues
+        (``match == 0``), the start kind's score plus the coverage score where covered."""
+        kind = start_kinds(source_ids, self.copy_piece_kinds)  # [B, L]
+        start = self.copy_start_bias.float()[kind].unsqueeze(1)  # [B, 1, L]
+        score = start + self.copy_cover_bias.float() * cover.float()
+        return score.masked_fill(match > 0, 0.0)
 
     def _copy_mix(
         self,
@@ -227,10 +281,12 @@ class AutoUIModel(nn.Module):
         mask: torch.Tensor,
         source_ids: torch.Tensor,
         match: torch.Tensor | None = None,
+        span: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``log p_t`` ``[B, T, V]`` of the pointer-generator mixture (module docstring).
 
-        ``match`` (``[B, T, L]`` match lengths, copy_match models only) adds the match bias.
+        ``match`` (``[B, T, L]`` match lengths, copy_match models only) adds the match bias,
+        ``span`` (``[B, T, L]``, copy_span models only) the span scores.
 
         Computed in float32 with autocast off: a probability mixture and its log need the range.
         """
@@ -240,6 +296,8 @@ class AutoUIModel(nn.Module):
             scores = scores @ states.transpose(1, 2) / states.shape[-1] ** 0.5  # [B, T, L]
             if match is not None:
                 scores = scores + self.copy_match_bias.float()[match]
+            if span is not None:
+                scores = scores + span
             scores = scores.masked_fill(~mask.bool().unsqueeze(1), float("-inf"))
             attention = torch.softmax(scores, dim=-1)
             context = attention @ states  # [B, T, d]
@@ -276,9 +334,10 @@ class AutoUIModel(nn.Module):
 
 
 def build_tiny_model(
-    image_dim: int = DEFAULT_IMAGE_DIM, *, vocab_size: int = 384, seed: int = 0
+    image_dim: int = DEFAULT_IMAGE_DIM, *, vocab_size: int = 384, seed: int = 0, **config: Any
 ) -> AutoUIModel:
-    """A freshly initialised embedded-default model (deterministic for a given ``seed``)."""
+    """A freshly initialised embedded-default model (deterministic for a given ``seed``);
+    ``config`` overrides :func:`tiny_t5_config`'s keyword arguments."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return AutoUIModel(tiny_t5_config(vocab_size), image_dim)
+        return AutoUIModel(tiny_t5_config(vocab_size, **config), image_dim)

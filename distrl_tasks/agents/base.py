@@ -38,7 +38,10 @@ _ARCH_KEYS = (
     "feed_forward_proj",
     "copy_attention",
     "copy_match",
+    "copy_span",
 )
+# keys that configs written before them lack, with the value that absence means
+_ARCH_DEFAULTS: dict[str, Any] = {"copy_span": False}
 
 
 class BaseCheckpointError(CheckpointError):
@@ -47,7 +50,14 @@ class BaseCheckpointError(CheckpointError):
 
 def card_model_config(config: T5Config) -> dict[str, Any]:
     """The architecture keys of ``config`` (what the card records and is checked on)."""
-    return {k: getattr(config, k, None) for k in _ARCH_KEYS}
+    return {k: getattr(config, k, _ARCH_DEFAULTS.get(k)) for k in _ARCH_KEYS}
+
+
+def recorded_model_config(card: dict[str, Any]) -> dict[str, Any]:
+    """The architecture keys a card records, with what a missing key meant when it was written
+    (cards older than a key, such as ``copy_span``, lack it)."""
+    recorded = card["model_config"]
+    return {k: recorded.get(k, _ARCH_DEFAULTS.get(k)) for k in _ARCH_KEYS}
 
 
 def base_dir(setting: str) -> Path | None:
@@ -82,9 +92,9 @@ def read_card(directory: Path) -> dict[str, Any]:
 
 def check_card(directory: Path, card: dict[str, Any]) -> None:
     """Raise unless the card's model config is what :func:`tiny_t5_config` builds today."""
-    recorded = card["model_config"]
+    recorded = recorded_model_config(card)
     today = card_model_config(tiny_t5_config(int(recorded.get("vocab_size") or 0) or 384))
-    wrong = {k: (recorded.get(k), v) for k, v in today.items() if recorded.get(k) != v}
+    wrong = {k: (recorded[k], v) for k, v in today.items() if recorded[k] != v}
     if wrong:
         detail = ", ".join(f"{k}: card {a!r} vs code {b!r}" for k, (a, b) in wrong.items())
         raise BaseCheckpointError(
@@ -119,7 +129,7 @@ def load_base(
         raise BaseCheckpointError(
             f"base checkpoint {directory} cannot be loaded ({exc}); rebuild with: {REBUILD}"
         ) from exc
-    if card_model_config(model.config) != card["model_config"]:
+    if card_model_config(model.config) != recorded_model_config(card):
         raise BaseCheckpointError(
             f"{directory / 'config.json'} disagrees with {directory / CARD_FILE}; "
             f"rebuild with: {REBUILD}"

@@ -16,6 +16,18 @@ learnt score per length is added to the copy attention (``x_i`` continues a copi
 
 :class:`MatchCache` carries the decoder inputs seen so far next to the key/value cache, so
 incremental decoding computes the same features as the teacher-forced pass.
+
+Span features (config ``copy_span: true``): the match bias keeps a started copy on track but says
+nothing about where a copy may *start*, and a tiny model was measured starting inside words
+("How oweLowe" for "Lowe's") and going round an entity it had already typed ("Perry Perry
+Perry"; benchmarks/RESULTS.md, "Where the base's copy starts and stops"). Two features of a
+prompt position ``i`` that no run continues (``k(t, i) = 0``, a copy would start there) fix both
+ends the way a span pointer would, without changing the action format:
+
+- its *start kind* (:func:`start_kinds`): inside a word, a word's first piece, or a symbol; a
+  learnt score per kind lets the model start copies at word starts only;
+- *coverage* (:func:`covered`, See et al. 2017's coverage in its simplest form): ``x_i`` was
+  already written by the decoder, with a learnt score, so a finished entity is not typed again.
 """
 
 from __future__ import annotations
@@ -78,3 +90,53 @@ class MatchCache:
     def get_seq_length(self) -> int:
         """Decoder positions cached (the Hugging Face cache method of the same name)."""
         return int(self.history.shape[1])
+
+
+# start kinds of a prompt position (indices of the learnt ``copy_start_bias``)
+INSIDE_WORD, WORD_START, SYMBOL = 0, 1, 2
+
+
+def piece_kinds(token_texts: list[str]) -> torch.Tensor:
+    """Kind of every vocabulary id from the text it writes: ``[V]`` long.
+
+    A piece without a letter or digit (punctuation, quotes, spaces, specials: ``""``) is
+    :data:`SYMBOL`; one that begins with a space (SentencePiece's word-initial pieces) is
+    :data:`WORD_START`; the rest continue a word (:data:`INSIDE_WORD`). Byte-level vocabularies
+    give letters :data:`INSIDE_WORD` and let :func:`start_kinds` find the starts.
+    """
+    kinds = [
+        SYMBOL if not any(c.isalnum() for c in text)
+        else WORD_START if text[0].isspace()
+        else INSIDE_WORD
+        for text in token_texts
+    ]  # fmt: skip
+    return torch.tensor(kinds, dtype=torch.long)
+
+
+def start_kinds(source_ids: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
+    """Start kind of every prompt position ``[B, L]``: the piece's own kind, except that a piece
+    continuing a word right after a symbol or at the prompt's start begins a word (``"razer`` is
+    a quote piece, then ``razer``)."""
+    own = kinds[source_ids]
+    before = F.pad(own[:, :-1], (1, 0), value=SYMBOL)
+    return torch.where((own == INSIDE_WORD) & (before == SYMBOL), WORD_START, own)
+
+
+def covered(
+    decoder_ids: torch.Tensor, source_ids: torch.Tensor, ignore_ids: tuple[int, ...] = (0,)
+) -> torch.Tensor:
+    """``c(t, i)``: prompt token ``x_i`` is among the decoder inputs ``d_0 .. d_t``.
+
+    Args:
+        decoder_ids: ``[B, T]`` decoder inputs from position 0 (the whole history).
+        source_ids: ``[B, L]`` prompt ids.
+        ignore_ids: decoder ids that cover nothing (the start/pad id).
+
+    Returns:
+        ``[B, T, L]`` bool.
+    """
+    real = torch.ones_like(decoder_ids, dtype=torch.bool)
+    for i in ignore_ids:
+        real &= decoder_ids != i
+    eq = (decoder_ids.unsqueeze(-1) == source_ids.unsqueeze(1)) & real.unsqueeze(-1)
+    return eq.long().cumsum(dim=1) > 0

@@ -27,6 +27,7 @@ import torch
 from torch.nn import functional as F
 
 from distrl_tasks.agents.autoui import AutoUIModel
+from distrl_tasks.agents.copy_match import start_kinds
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -159,6 +160,11 @@ class DecoderRun:
                 [F.pad(src, (j + 1, 0), value=-1)[:, :length] for j in range(self.match_k)], 1
             )
             self.match_ignore = (model.decoder_start_id, int(cfg.pad_token_id or 0))
+        self.span_start: torch.Tensor | None = None
+        if model.copy_span:
+            # the start-kind score of every prompt position is fixed for the batch: [B, L]
+            kinds = start_kinds(source_ids, model.copy_piece_kinds)
+            self.span_start = model.copy_start_bias.float()[kinds]
 
     def step(
         self, tokens: torch.Tensor, positions: torch.Tensor, lengths: torch.Tensor
@@ -228,6 +234,17 @@ class DecoderRun:
         eq = (toks[:, :, None] == self.copy_prev[pb]) & real[:, :, None]  # [N, K, L]
         return torch.cumprod(eq.long(), dim=1).sum(1)
 
+    def _covered(self, pb: torch.Tensor, ppos: torch.Tensor) -> torch.Tensor:
+        """Coverage ``[N, L]`` of the packed entries (:func:`.copy_match.covered`): prompt token
+        ``x_i`` is among the decoder inputs fed at positions ``0 .. ppos``."""
+        span = int(ppos.max()) + 1
+        toks = self.history[pb, :span]  # [N, span]
+        real = torch.arange(span, device=ppos.device)[None, :] <= ppos[:, None]
+        for i in self.match_ignore:
+            real &= toks != i
+        eq = (toks[:, :, None] == self.source_ids[pb][:, None, :]) & real[:, :, None]
+        return eq.any(dim=1)
+
     def _copy_mix(
         self,
         hidden: torch.Tensor,
@@ -246,6 +263,9 @@ class DecoderRun:
         if self.match_k:
             match = self._match(pb, ppos)
             scores = scores + self.model.copy_match_bias.float()[match]
+            if self.span_start is not None:
+                cover = self._covered(pb, ppos).float() * self.model.copy_cover_bias.float()
+                scores = scores + (self.span_start[pb] + cover).masked_fill(match > 0, 0.0)
         attention = torch.softmax(scores.masked_fill(self.copy_mask[pb, 0], float("-inf")), -1)
         padded = torch.zeros((batch, width, attention.shape[-1]), device=query.device)
         context = (padded.index_put((pb, pk), attention) @ self.states)[pb, pk]  # [N, d]

@@ -44,6 +44,7 @@ import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
+from distrl_tasks.agents.copy_match import piece_kinds
 from distrl_tasks.agents.fast_sampling import decode_fast
 from distrl_tasks.agents.grammar import PARTS, ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
@@ -106,6 +107,8 @@ class AutoUIPolicy:
             raise ValueError("max_new_tokens must be >= 1 and max_prompt_tokens >= 2")
         self.model = model
         self.tokenizer = tokenizer
+        if getattr(model, "copy_span", False):  # its start kinds come from this tokenizer
+            model.set_piece_kinds(piece_kinds(tokenizer.piece_texts(model.vocab_size)))
         self.temperature = float(temperature)
         self.max_new_tokens = int(max_new_tokens)
         self.max_prompt_tokens = int(max_prompt_tokens)

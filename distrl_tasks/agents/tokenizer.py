@@ -83,6 +83,12 @@ class Tokenizer(ABC):
                 texts.setdefault(text, []).append(i)
         return texts
 
+    def piece_texts(self, vocab_size: int) -> list[str]:
+        """The text of every id below ``vocab_size``: :meth:`token_text` for generable ids, ""
+        for the rest (pad, eos, unk, control and sentinel ids write nothing)."""
+        generable = self._generable(vocab_size).tolist()
+        return [self.token_text(i) if generable[i] else "" for i in range(vocab_size)]
+
     @abstractmethod
     def token_text(self, token_id: int) -> str:
         """The text one generable id contributes to a decoded string ("" if not a whole char)."""

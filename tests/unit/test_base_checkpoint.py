@@ -17,6 +17,7 @@ from distrl_tasks.agents.base import (
     BaseCheckpointError,
     card_model_config,
     load_base,
+    recorded_model_config,
 )
 from distrl_tasks.config import Config, ConfigError, load_config
 from distrl_tasks.stages import bootstrap
@@ -26,8 +27,8 @@ def test_shipped_base_loads_and_its_card_matches_the_code() -> None:
     loaded = load_base("shipped")
     assert loaded is not None
     model, tokenizer, card = loaded
-    assert card["model_config"] == card_model_config(tiny_t5_config(tokenizer.size))
-    assert card_model_config(model.config) == card["model_config"]
+    assert recorded_model_config(card) == card_model_config(tiny_t5_config(tokenizer.size))
+    assert card_model_config(model.config) == recorded_model_config(card)
     assert model.copy_match > 0 and tokenizer.kind == "sentencepiece"
     for key in ("command", "corpus", "seed", "training", "skills", "wall_s"):
         assert key in card, key

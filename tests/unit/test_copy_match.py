@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import torch
 
-from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
-from distrl_tasks.agents.copy_match import MatchCache, match_lengths
+from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
+from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
+from distrl_tasks.agents.copy_match import (
+    INSIDE_WORD,
+    SYMBOL,
+    WORD_START,
+    MatchCache,
+    covered,
+    match_lengths,
+    piece_kinds,
+    start_kinds,
+)
+from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.agents.tokenizer import ByteTokenizer
 
 
 def _brute(d: list[int], x: list[int], mask: list[int], k_max: int) -> list[list[int]]:
@@ -78,3 +93,93 @@ def test_models_without_match_keep_the_plain_cache() -> None:
         torch.zeros(1, 1, dtype=torch.long), states, torch.ones_like(src), None, True, src
     )
     assert not isinstance(cache, MatchCache) and not hasattr(model, "copy_match_bias")
+
+
+def test_piece_kinds_from_texts() -> None:
+    texts = ["", " Lowe", "'s", ' "', "razer", "?", " ", "12"]
+    assert piece_kinds(texts).tolist() == [
+        SYMBOL, WORD_START, INSIDE_WORD, SYMBOL, INSIDE_WORD, SYMBOL, SYMBOL, INSIDE_WORD
+    ]  # fmt: skip
+
+
+def test_start_kinds_begin_words_after_symbols() -> None:
+    # ids: 3 " near" (start), 4 "est" (inside), 5 ' "' (symbol), 6 "raz" (inside), 7 "er" (inside)
+    kinds = torch.tensor([SYMBOL, SYMBOL, SYMBOL, WORD_START, INSIDE_WORD, SYMBOL, INSIDE_WORD,
+                          INSIDE_WORD])  # fmt: skip
+    src = torch.tensor([[3, 4, 5, 6, 7, 1], [6, 7, 3, 1, 0, 0]])
+    assert start_kinds(src, kinds).tolist() == [
+        [WORD_START, INSIDE_WORD, SYMBOL, WORD_START, INSIDE_WORD, SYMBOL],
+        [WORD_START, INSIDE_WORD, WORD_START, SYMBOL, SYMBOL, SYMBOL],  # prompt start begins one
+    ]
+
+
+def test_coverage_by_hand() -> None:
+    src = torch.tensor([[5, 6, 7, 5, 1]])
+    d = torch.tensor([[0, 6, 9, 5]])  # start (covers nothing), then 6, 9, 5
+    got = covered(d, src).long()[0].tolist()
+    assert got == [
+        [0, 0, 0, 0, 0],
+        [0, 1, 0, 0, 0],
+        [0, 1, 0, 0, 0],
+        [1, 1, 0, 1, 0],  # both 5s of the prompt are written now
+    ]
+
+
+def test_span_scores_by_hand() -> None:
+    model = AutoUIModel(tiny_t5_config(16, d_model=64, layers=1, copy_span=True), image_dim=8)
+    model.set_piece_kinds(piece_kinds(["", "", "", " Katy", " Perry", "?", "er"]))
+    assert model.copy_piece_kinds.tolist()[:7] == [2, 2, 2, 1, 1, 2, 0]
+    assert model.copy_piece_kinds.tolist()[7:] == [SYMBOL] * 9  # ids the tokenizer lacks
+    with torch.no_grad():
+        model.copy_start_bias.copy_(torch.tensor([-2.0, 0.5, -1.0]))
+        model.copy_cover_bias.fill_(-3.0)
+    src = torch.tensor([[3, 4, 6, 5, 1]])  # " Katy", " Perry", "er", "?", eos
+    match = torch.tensor([[[0, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0]]])
+    cover = torch.tensor([[[0, 0, 0, 0, 0], [1, 0, 0, 0, 0], [1, 1, 0, 0, 0]]]).bool()
+    got = model.span_scores(match, cover, src)[0].tolist()
+    assert got == [
+        [0.5, 0.5, -2.0, -1.0, -1.0],
+        [-2.5, 0.0, -2.0, -1.0, -1.0],  # " Katy" written: restarting there costs -3 more
+        [-2.5, -2.5, 0.0, -1.0, -1.0],  # " Perry" written too; "er" continues a run: no score
+    ]
+
+
+def test_span_model_cached_decoding_equals_teacher_forcing() -> None:
+    torch.manual_seed(1)
+    model = AutoUIModel(tiny_t5_config(64, d_model=64, layers=1, copy_span=True), image_dim=8)
+    model.set_piece_kinds(torch.randint(0, 3, (64,)))
+    src = torch.tensor([[10, 11, 12, 10, 14, 1], [20, 21, 22, 1, 0, 0]])
+    mask = (src != 0).long()
+    labels = torch.tensor([[10, 11, 10, 14, 40], [21, 21, 22, 30, 31]])
+    with torch.no_grad():
+        states = model.encode(src, mask, torch.randn(2, 8))
+        full, _ = model.decode(model.shift_right(labels), states, mask, source_ids=src)
+        inputs, steps, cache = model.shift_right(labels), [], None
+        for t in range(labels.shape[1]):
+            out, cache = model.decode(
+                inputs[:, t : t + 1], states, mask, cache, use_cache=True, source_ids=src
+            )
+            steps.append(out)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_copy_span_needs_the_match_bias() -> None:
+    with pytest.raises(ValueError, match="copy_span needs"):
+        tiny_t5_config(64, copy_match=0, copy_span=True)
+
+
+def test_policy_sets_start_kinds_and_the_checkpoint_keeps_them(tmp_path: Path) -> None:
+    model = build_tiny_model(image_dim=8, copy_span=True)
+    AutoUIPolicy(model, ByteTokenizer())  # byte ids: b + 3
+    kinds = model.copy_piece_kinds
+    assert [int(kinds[ord(c) + 3]) for c in " a?Z7"] == [
+        SYMBOL, INSIDE_WORD, SYMBOL, INSIDE_WORD, INSIDE_WORD
+    ]  # fmt: skip
+    assert int(kinds[1]) == SYMBOL  # eos writes nothing
+    with torch.no_grad():
+        model.copy_cover_bias.fill_(-5.0)
+    directory = save_checkpoint(model, ByteTokenizer(), tmp_path / "ck")
+    loaded, _ = load_checkpoint(directory)
+    assert loaded.copy_span and bool(loaded.config.copy_span)
+    assert torch.equal(loaded.copy_piece_kinds, kinds)
+    assert float(loaded.copy_cover_bias.detach()) == -5.0

@@ -56,11 +56,19 @@ def _pair(model: AutoUIModel, tokenizer, grammar: bool, budget: int) -> dict[str
     }
 
 
-@pytest.mark.parametrize("copy", [True, False])
-def test_ragged_calls_give_the_teacher_forced_logits(copy: bool) -> None:
+@pytest.mark.parametrize("copy", ["span", True, False])
+def test_ragged_calls_give_the_teacher_forced_logits(copy: bool | str) -> None:
     """Rows fed 1..4 tokens per call, at their own positions, read the full-sequence logits."""
     torch.manual_seed(0)
-    if copy:
+    low = 3
+    if copy == "span":
+        model = AutoUIModel(tiny_t5_config(384, copy_span=True), image_dim=16).eval()
+        model.set_piece_kinds(torch.randint(0, 3, (384,)))
+        with torch.no_grad():  # away from the priors, so a wrong feature shows in the logits
+            model.copy_start_bias.copy_(torch.tensor([-1.5, 0.7, -0.4]))
+            model.copy_cover_bias.fill_(-3.0)
+        low = 370  # few distinct ids: runs, repeats and covered positions are common
+    elif copy:
         model = AutoUIModel(tiny_t5_config(384, copy=True), image_dim=16).eval()
     else:  # the Auto-UI-Base layout: gated-GELU, untied head, no copy head
         config = T5Config(
@@ -77,13 +85,13 @@ def test_ragged_calls_give_the_teacher_forced_logits(copy: bool) -> None:
         )
         model = AutoUIModel(config, image_dim=16).eval()
     batch, length, steps = 4, 20, 12
-    source = torch.randint(3, 384, (batch, length))
+    source = torch.randint(low, 384, (batch, length))
     mask = torch.ones(batch, length, dtype=torch.long)
     mask[1, 15:] = 0
     mask[2, 9:] = 0
     with torch.inference_mode():
         states = model.encode(source, mask, torch.randn(batch, 16))
-        labels = torch.randint(3, 384, (batch, steps))
+        labels = torch.randint(low, 384, (batch, steps))
         inputs = model.shift_right(labels)
         want, _ = model.decode(inputs, states, mask, source_ids=source)
         run = DecoderRun(model, states, mask, source, steps)
@@ -141,6 +149,23 @@ def test_behaviour_log_probs_equal_teacher_forced_ones(
     # sums reach ~-130 nats with the copy head's match bias, where one float32 ulp is 1.5e-5
     torch.testing.assert_close(out.log_probs, again, rtol=1e-6, atol=1e-5)
     assert bool((out.log_probs < 0).all())
+
+
+def test_span_scores_keep_the_fast_path_equal(sentencepiece: SentencePieceTokenizer) -> None:
+    """A copy_span model, its start kinds from the tokenizer: greedy outputs are the reference
+    loop's, and sampled behaviour log-probs are what the learner recomputes."""
+    model = build_tiny_model(vocab_size=max(384, sentencepiece.size), seed=3, copy_span=True)
+    with torch.no_grad():
+        model.copy_start_bias.copy_(torch.tensor([-1.5, 0.7, -0.4]))
+    policies = _pair(model.eval(), sentencepiece, True, 80)
+    assert int(model.copy_piece_kinds.min()) == 0 and int(model.copy_piece_kinds.max()) == 2
+    obs = _observations(6, seed=5)
+    ref = policies["reference"].sample(obs, greedy=True)
+    fast = policies["fast"].sample(obs, greedy=True)
+    assert fast.token_ids == ref.token_ids
+    out = policies["fast"].sample(obs, temperature=1.0, generator=torch.Generator().manual_seed(1))
+    again = policies["fast"].log_prob(obs, out.texts, temperature=1.0).detach()
+    torch.testing.assert_close(out.log_probs, again, rtol=1e-6, atol=1e-5)
 
 
 def test_free_decoding_log_probs_and_budget() -> None:
