@@ -152,6 +152,7 @@ STORAGE_KEYS: frozenset[str] = frozenset({"algorithm.keep_states", "tracking.kee
 MODE_KEYS: dict[str, str] = {
     "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",
     "orchestration.continuous.learner_process": "orchestration.continuous.replay_ratio",
+    "agent.exploration.element_goal_weight": "agent.exploration.element_epsilon",
 }
 
 
