@@ -78,17 +78,17 @@ def tiny_t5_config(
     layers: int = 3,
     copy: bool = True,
     copy_match: int = 8,
-    copy_span: bool = False,
+    copy_span: bool = True,
 ) -> T5Config:
     """The embedded default: a few million parameters, trainable from scratch on a CPU.
 
     Dropout is off so that, for the same weights, the learner's recomputed log-probs equal the
     actor's behaviour log-probs exactly (importance ratios of 1 on-policy). ``copy`` turns on the
     copy head, ``copy_match`` its match bias over runs of up to that many tokens (module
-    docstring; 0 = off), ``copy_span`` its span scores (needs the match bias).
+    docstring; 0 = off), ``copy_span`` its span scores (only with the match bias: without it
+    the flag is dropped).
     """
-    if copy_span and not (copy and copy_match):
-        raise ValueError("copy_span needs the copy head with a match bias (copy_match > 0)")
+    copy_span = bool(copy_span and copy and copy_match)  # span scores extend the match bias
     return T5Config(
         vocab_size=vocab_size,
         d_model=d_model,
@@ -107,7 +107,7 @@ def tiny_t5_config(
         decoder_start_token_id=0,
         copy_attention=copy,
         copy_match=copy_match if copy else 0,
-        copy_span=bool(copy_span),
+        copy_span=copy_span,
     )
 
 

@@ -266,7 +266,10 @@ def train_sft(
     optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     result, order, window = SFTResult(), [], []
     best: dict[str, torch.Tensor] | None = None
-    best_loss, stale, wall_before, rate = math.inf, 0, 0.0, 1.0
+    # best_loss: the lowest measured (its weights are kept); ref_loss: the last measurement that
+    # improved by min_improvement (patience counts from it), so a small late gain is still kept
+    best_loss = ref_loss = math.inf
+    stale, wall_before, rate = 0, 0.0, 1.0
     state_path = Path(state_dir) if state_dir is not None else None
     if state_path is not None and (state_path / STATE_JSON).is_file():
         saved, best = _load_state(state_path, policy, optimizer)
@@ -277,6 +280,7 @@ def train_sft(
             best_step=saved["best_step"], parts=saved["parts"] + 1,
         )  # fmt: skip
         best_loss, stale, wall_before = saved["best_loss"], saved["stale"], saved["wall_s"]
+        ref_loss = float(saved.get("ref_loss", best_loss))
         result.decays, rate = list(saved.get("decays", [])), float(saved.get("rate", 1.0))
         plateaued = saved["stopped"] == "plateau" and len(result.decays) >= settings.lr_decays
         finished = plateaued or (saved["stopped"] == "steps" and saved["steps"] >= settings.steps)
@@ -297,6 +301,7 @@ def train_sft(
         _save_state(state_path, policy, optimizer, best, {
             "steps": result.steps, "examples": result.examples, "losses": result.losses,
             "heldout": result.heldout, "best_step": result.best_step, "best_loss": best_loss,
+            "ref_loss": ref_loss,
             "stale": stale, "order": order, "rng": rng.bit_generator.state, "parts": result.parts,
             "wall_s": wall_before + time.perf_counter() - start, "stopped": stopped,
             "decays": result.decays, "rate": rate,
@@ -345,9 +350,11 @@ def train_sft(
         if plateau and result.steps % settings.eval_every == 0:
             value = heldout_loss(policy, heldout)
             result.heldout.append((result.steps, value))
-            if value < best_loss * (1.0 - settings.min_improvement):
-                best_loss, stale, result.best_step = value, 0, result.steps
+            if value < best_loss:
+                best_loss, result.best_step = value, result.steps
                 best = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
+            if value < ref_loss * (1.0 - settings.min_improvement):
+                ref_loss, stale = value, 0
             else:
                 stale += 1
             if stale >= settings.patience:

@@ -226,11 +226,26 @@ class SFTPolicy:
     tasks_key: str  # key of the per-round task list (its registered evaluation)
 
 
+def base_identity(cfg: Config) -> str:
+    """What names the base checkpoint a bootstrap starts from: a hash of its model card (the
+    card records the corpus hash, training and skills, so a rebuilt base has another), "" for no
+    base. The setting alone ("shipped") would keep a cached SFT policy across a new base."""
+    from distrl_tasks.agents.base import CARD_FILE, base_dir
+
+    directory = base_dir(cfg.agent.base_checkpoint)
+    if directory is None:
+        return ""
+    card = directory / CARD_FILE
+    return hashlib.sha256(card.read_bytes()).hexdigest()[:10] if card.is_file() else "no card"
+
+
 def sft_key(cfg: Config, settings: LearningBenchSettings) -> str:
     """Cache key of a bootstrap: its config without ``algorithm.*`` (the bootstrap reads no RL
-    setting, so tuning an algorithm keeps the cached SFT policy) and the SFT budget."""
+    setting, so tuning an algorithm keeps the cached SFT policy), the base it starts from and the
+    SFT budget."""
     flat = {k: v for k, v in _cache_view(cfg).items() if not k.startswith("algorithm.")}
-    return _digest([flat, settings.sft_episodes_per_device, settings.sft_steps])
+    budget = (settings.sft_episodes_per_device, settings.sft_steps)
+    return _digest([flat, *budget, base_identity(cfg)])
 
 
 def bootstrap_sft(

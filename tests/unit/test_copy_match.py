@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
@@ -163,9 +162,12 @@ def test_span_model_cached_decoding_equals_teacher_forcing() -> None:
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
-def test_copy_span_needs_the_match_bias() -> None:
-    with pytest.raises(ValueError, match="copy_span needs"):
-        tiny_t5_config(64, copy_match=0, copy_span=True)
+def test_copy_span_only_with_the_match_bias() -> None:
+    assert tiny_t5_config(64).copy_span is True  # the embedded default
+    assert tiny_t5_config(64, copy_match=0).copy_span is False
+    assert tiny_t5_config(64, copy=False).copy_span is False
+    model = AutoUIModel(tiny_t5_config(64, d_model=64, layers=1, copy_match=0), image_dim=8)
+    assert not model.copy_span and not hasattr(model, "copy_start_bias")
 
 
 def test_policy_sets_start_kinds_and_the_checkpoint_keeps_them(tmp_path: Path) -> None:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from distrl_tasks.agents.base import CARD_FILE, SHIPPED_DIR
 from distrl_tasks.bench import records as recs
 from distrl_tasks.bench import report as rep
 from distrl_tasks.bench.records import RoundPoint, RunRecord
@@ -240,6 +244,24 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
     assert sft_key(dataclasses.replace(base, agent=sft), smoke) != key
     assert sft_key(base, dataclasses.replace(smoke, sft_steps=7)) != key
     assert sft_key(run_config(smoke, "webshop", latency=False), smoke) != key
+
+
+def test_sft_cache_key_names_the_base_by_its_card(tmp_path: Path) -> None:
+    """A rebuilt base under the same setting is another start: its card differs, so does the key."""
+    smoke = LearningBenchSettings.smoke()
+    base = run_config(smoke, "general", latency=False)
+    shutil.copytree(SHIPPED_DIR, tmp_path / "base")
+
+    def key_for(directory: Path) -> str:
+        agent = dataclasses.replace(base.agent, base_checkpoint=str(directory))
+        return sft_key(dataclasses.replace(base, agent=agent), smoke)
+
+    before = key_for(tmp_path / "base")
+    assert key_for(tmp_path / "base") == before
+    card = json.loads((tmp_path / "base" / CARD_FILE).read_text())
+    card["training"]["steps"] += 1
+    (tmp_path / "base" / CARD_FILE).write_text(json.dumps(card))
+    assert key_for(tmp_path / "base") != before
 
 
 def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
