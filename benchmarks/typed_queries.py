@@ -21,7 +21,7 @@ import argparse
 import json
 from collections import defaultdict
 
-from distrl_tasks.runners.evaluation import EpisodeResult, query_steps
+from distrl_tasks.runners.evaluation import EpisodeResult, query_steps, searching_texts
 from distrl_tasks.tasks.families.text import words
 from distrl_tasks.tasks.parse import parse_goal
 
@@ -59,12 +59,8 @@ def main() -> None:
             row.setdefault("site", task.params.get("site", ""))
             result = EpisodeResult(**row)
             steps = query_steps(result)
-            if steps:  # the same searching steps query_steps scored, sorted by kind
-                site = result.site.lower()
-                names = {site, site.split(".")[0]} - {""} if site else set()
-                for text in result.typed:
-                    if text.strip().lower().removeprefix("www.") not in names:
-                        kinds[copy_kind(text, result.query, result.goal)] += 1
+            for text in searching_texts(result):  # the steps query_steps scored, by kind
+                kinds[copy_kind(text, result.query, result.goal)] += 1
             hits[row["family"]] += steps
             hits["all"] += steps
         print(path)

@@ -49,16 +49,20 @@ class EpisodeResult:
     site: str = ""  # the web site the goal names ("ebay.com"), typed to get there
 
 
-def query_steps(result: EpisodeResult) -> list[bool]:
-    """For each TYPE step that searches (not one typing the goal's site to open it, as in
-    "Go to ebay.com, search for ..."), whether it typed exactly the goal's query (up to case,
-    spaces and punctuation). Empty for goals without a query."""
+def searching_texts(result: EpisodeResult) -> list[str]:
+    """The text of each TYPE step that searches: not one typing the goal's site to open it, as
+    in "Go to ebay.com, search for ...". Empty for goals without a query."""
     if not result.query:
         return []
     site = result.site.lower()
     names = {site, site.split(".")[0]} - {""} if site else set()
-    searches = [t for t in result.typed if t.strip().lower().removeprefix("www.") not in names]
-    return [same_text(t, result.query) for t in searches]
+    return [t for t in result.typed if t.strip().lower().removeprefix("www.") not in names]
+
+
+def query_steps(result: EpisodeResult) -> list[bool]:
+    """For each searching TYPE step (:func:`searching_texts`), whether it typed exactly the
+    goal's query (up to case, spaces and punctuation). Empty for goals without a query."""
+    return [same_text(t, result.query) for t in searching_texts(result)]
 
 
 class ParseGuard:
