@@ -18,10 +18,11 @@ the online collection modes. The seed is ``sim.seed``. The
 emulator-calibrated latency model (time-scaled) is on during the rounds, off for the bootstrap
 and the final evaluations (latency changes no verdict, only time).
 
-Outputs: the table, a per-run table and the targets; PNG curves; a ``benchmarks/RESULTS.md``
-section between ``<!-- learning-benchmark:start/end -->``; MLflow in ``<workdir>/runs/mlflow.db``
-(experiment ``learning-bench``): a parent run per invocation, a nested run per (method, task set,
-seed) with per-round metrics (step = round) and final metrics; the parent holds the artifacts.
+Outputs: the table, a per-run table, the goals solved per family and the targets; PNG curves;
+a ``benchmarks/RESULTS.md`` section between ``<!-- learning-benchmark:start/end -->``; MLflow in
+``<workdir>/runs/mlflow.db`` (experiment ``learning-bench``): a parent run per invocation, a
+nested run per (method, task set, seed) with per-round metrics (step = round) and final metrics;
+the parent holds the artifacts.
 Finished runs are cached per run directory (named by a hash of its settings): an interrupted
 benchmark resumes; ``fresh=True`` starts over (do that after changing the code). Runs go seed by
 seed (every method at seed 0, then at seed 1, ...), so a partial benchmark compares the methods.
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.bench.describe import describe_settings, machine_info
+from distrl_tasks.bench.families import family_tables, final_family_counts
 from distrl_tasks.bench.profiles import SFT, evaluate_profiles, profiles_table
 from distrl_tasks.bench.records import RoundPoint, RunRecord
 from distrl_tasks.bench.report import (
@@ -119,6 +121,9 @@ def report_finished(
         log(run_details_table(records, settings.methods) + "\n")
     for t in evaluate_targets(records, sft_cols, settings.budget_s):
         log(f"- {t.name}: {t.verdict} ({t.detail})")
+    if records:
+        counts = final_family_counts(settings, records, sft, root, log=log)
+        log("\n" + family_tables(counts, settings.methods, list(sft)))
     if reference and settings.reference_profiles and records:
         log("\n" + reference_table(settings, records, sft, root, log=log))
     return table, records
@@ -319,6 +324,8 @@ def run_benchmark(
         table = results_table(records, sft_cols, settings.methods)
         targets = evaluate_targets(records, sft_cols, settings.budget_s)
         details = run_details_table(records, settings.methods)
+        counts = final_family_counts(settings, records, sft, root, log=log)
+        details += "\n\n" + family_tables(counts, settings.methods, list(sft))
         if settings.reference_profiles:
             details += "\n\n" + reference_table(settings, records, sft, root, log=log)
         round_sft = {ts: p.success["round"] for ts, p in sft.items()}

@@ -119,6 +119,16 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert table == out.table and len(records) == 3
     assert any(line.startswith("3 of 3 runs finished") for line in lines)
     assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes
+    # the goals solved per family come from the cached final evaluations and add up to them
+    printed = "\n".join(lines).splitlines()
+    assert not any(line.startswith("[families]") for line in printed)  # nothing re-evaluated
+    start = printed.index("| General family (goals) | SFT | DistRL | DigiRL | Filtered BC |")
+    total = next(line for line in printed[start:] if line.startswith("| all ("))
+    goals, *solved = (float(v) for v in re.findall(r"\d+(?:\.\d)?", total))
+    assert goals == settings.eval_test
+    finals = [out.sft["general"].success["test"]] + [r.final["test"] for r in out.records]
+    assert solved == pytest.approx([goals * f for f in finals]), total
+    assert out.section.count("| General family (goals) |") == 1  # in the RESULTS section too
     assert report_finished(settings, tmp_path / "nothing-here", log=lines.append)[1] == []
 
     # the reference evaluations: the same final policies under another world profile

@@ -424,3 +424,61 @@ def test_settings_lines_describe_round_0_and_the_aride_form() -> None:
     off = dataclasses.replace(a, critic_prefit=dataclasses.replace(p, enabled=False))
     text = "\n".join(describe_settings(smoke, {"general": 7}, off, 4))
     assert "pre-fit" not in text and f"then {a.offline_critic_steps} critic-only" in text
+
+
+def _per_family(**families: tuple[int, int]) -> dict:
+    """An evaluate manifest's ``per_family``: family=(successes, episodes)."""
+    return {
+        f: {"episodes": n, "success_rate": s / n, "mean_steps": 3.0}
+        for f, (s, n) in families.items()
+    }
+
+
+def test_family_tally_sums_seeds_and_refuses_other_goals() -> None:
+    from distrl_tasks.bench.families import FamilyTally
+
+    tally = FamilyTally()
+    tally.add(_per_family(web_search=(5, 6), set_alarm=(0, 3)))
+    tally.add(_per_family(web_search=(6, 6), set_alarm=(1, 3)))
+    assert tally.evaluations == 2
+    assert tally.families == {"web_search": [11, 12], "set_alarm": [1, 6]}
+    assert tally.goals("web_search") == 6 and tally.goals("set_alarm") == 3
+    assert tally.per_evaluation("web_search") == 5.5
+    assert tally.per_evaluation() == 6.0  # (11 + 1) / 2
+    with pytest.raises(ValueError, match="other goals"):
+        tally.add(_per_family(web_search=(1, 5), set_alarm=(0, 3)))
+    assert tally.evaluations == 2  # the refused evaluation added nothing
+
+
+def test_family_table_by_hand() -> None:
+    from distrl_tasks.bench.families import SFT, FamilyTally, family_table, family_tables
+
+    counts = {}
+    for key, evaluations in {
+        (SFT, "general"): [dict(web_search=(5, 6), set_alarm=(0, 3), open_app=(1, 3))],
+        ("distrl", "general"): [
+            dict(web_search=(6, 6), set_alarm=(1, 3), open_app=(0, 3)),
+            dict(web_search=(5, 6), set_alarm=(2, 3), open_app=(0, 3)),
+        ],
+    }.items():
+        counts[key] = FamilyTally()
+        for e in evaluations:
+            counts[key].add(_per_family(**e))
+    table = family_table(counts, ["distrl", "digirl"], "general")
+    assert table.splitlines() == [
+        "| General family (goals) | SFT | DistRL |",  # DigiRL has no finished run: no column
+        "|---|---|---|",
+        "| web_search (6) | 5 | 5.5 |",
+        "| open_app (3) | 1 | 0 |",  # ties on goals go by name
+        "| set_alarm (3) | 0 | 1.5 |",
+        "| all (12) | 6 | 7 |",
+    ]
+    both = family_tables(counts, ["distrl"], ["general", "webshop"])
+    assert both.startswith("Goals solved per family") and table in both
+    assert "WebShop" not in both  # no counts for it: left out
+    with pytest.raises(ValueError, match="no per-family counts"):
+        family_table(counts, ["distrl"], "webshop")
+    counts[("digirl", "general")] = FamilyTally()
+    counts[("digirl", "general")].add(_per_family(web_search=(1, 5)))
+    with pytest.raises(ValueError, match="digirl on general scored other goals"):
+        family_table(counts, ["distrl", "digirl"], "general")
