@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from distrl_tasks.bench.profiles import SFT, final_checkpoint
+from distrl_tasks.bench.profiles import SFT, final_checkpoint, final_test_evaluation
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, TASK_SET_LABELS
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
@@ -73,21 +73,10 @@ def final_family_counts(
     the first ``settings.eval_test`` test goals, from the final evaluations (the same
     checkpoint, settings and directory as the run's own, so the evaluate stage's cache
     answers; what is not cached is evaluated now and logged)."""
-    from distrl_tasks.stages import (
-        evaluate,  # lazy: torch + pyarrow
-    )
-
     counts: FamilyCounts = {}
 
     def measure(key: tuple[str, str], cfg, checkpoint: Path, workdir: Path) -> None:
-        m = evaluate.run(
-            cfg,
-            round=0,
-            checkpoint_dir=checkpoint,
-            workdir=workdir,
-            split="test",
-            n_tasks=settings.eval_test,
-        )
+        m = final_test_evaluation(settings, cfg, checkpoint, workdir)
         if not m.get("reused"):
             log(f"[families] {key[0]} / {key[1]}: evaluated again (its cache was gone)")
         counts.setdefault(key, FamilyTally()).add(m["per_family"])

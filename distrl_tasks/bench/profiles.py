@@ -31,6 +31,25 @@ def final_checkpoint(record: RunRecord, workdir: Path, sft: SFTPolicy) -> Path:
     return checkpoint_dir(workdir, record.final_round) if record.final_round else sft.policy_dir
 
 
+def final_test_evaluation(
+    settings: LearningBenchSettings, cfg, checkpoint: Path, workdir: Path
+) -> dict:
+    """The evaluate stage's manifest for ``checkpoint`` on the benchmark's final test goals (the
+    first ``settings.eval_test``, greedy; cached by the stage under ``workdir``)."""
+    from distrl_tasks.stages import (
+        evaluate,  # lazy: torch + pyarrow
+    )
+
+    return evaluate.run(
+        cfg,
+        round=0,
+        checkpoint_dir=checkpoint,
+        workdir=workdir,
+        split="test",
+        n_tasks=settings.eval_test,
+    )
+
+
 def evaluate_profiles(
     settings: LearningBenchSettings,
     records: Sequence[RunRecord],
@@ -42,21 +61,10 @@ def evaluate_profiles(
 ) -> ProfileResults:
     """Evaluate every finished run's final policy, and each task set's SFT policy, under each
     of ``profiles`` on the first ``settings.eval_test`` test goals (greedy, latency off)."""
-    from distrl_tasks.stages import (
-        evaluate,  # lazy: torch + pyarrow
-    )
-
     results: ProfileResults = {}
 
     def measure(key: tuple[str, str, str], checkpoint: Path, workdir: Path, cfg) -> None:
-        m = evaluate.run(
-            cfg,
-            round=0,
-            checkpoint_dir=checkpoint,
-            workdir=workdir,
-            split="test",
-            n_tasks=settings.eval_test,
-        )
+        m = final_test_evaluation(settings, cfg, checkpoint, workdir)
         results.setdefault(key, []).append(float(m["success_rate"]))
         cached = ", cached" if m.get("reused") else ""
         log(f"[{key[2]}] {key[0]} / {key[1]}: test {m['success_rate']:.1%}{cached}")
