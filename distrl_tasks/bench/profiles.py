@@ -14,10 +14,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, format_cell
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
+from distrl_tasks.config import Config
 from distrl_tasks.stages.common import checkpoint_dir
 
 SFT = "sft"
@@ -32,8 +34,8 @@ def final_checkpoint(record: RunRecord, workdir: Path, sft: SFTPolicy) -> Path:
 
 
 def final_test_evaluation(
-    settings: LearningBenchSettings, cfg, checkpoint: Path, workdir: Path
-) -> dict:
+    settings: LearningBenchSettings, cfg: Config, checkpoint: Path, workdir: Path
+) -> dict[str, Any]:
     """The evaluate stage's manifest for ``checkpoint`` on the benchmark's final test goals (the
     first ``settings.eval_test``, greedy; cached by the stage under ``workdir``)."""
     from distrl_tasks.stages import (
