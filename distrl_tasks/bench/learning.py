@@ -75,7 +75,7 @@ from distrl_tasks.bench.setup import (
     sft_key,
 )
 from distrl_tasks.orchestration.pipeline import RoundResult, run_rounds
-from distrl_tasks.stages.common import read_manifest
+from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest
 
 MAX_ROUNDS = 100_000  # the budget, not a round count, ends a run
 EXPERIMENT = "learning-bench"
@@ -233,6 +233,8 @@ def run_one(
         eval_wall_s=time.perf_counter() - t_eval,
     )
     (workdir / RECORD_FILE).write_text(json.dumps(record.to_dict(), indent=2) + "\n")
+    # the reference evaluations read only the final policy; the registry keeps every round's
+    prune_round_checkpoints(workdir, 1, protect=[final_round])
     log(
         f"[{name}] done: {len(results)} rounds ({record.rounds_in_budget} in budget), "
         f"evaluated round {final_round}: train {final['train']:.1%}, test {final['test']:.1%}; "

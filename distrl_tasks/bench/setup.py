@@ -147,7 +147,9 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "agent.exploration.element_goal_weight": 0.0,
 }
 # Keys that decide what is kept on disk, never what a run learns: they never name a result.
-STORAGE_KEYS: frozenset[str] = frozenset({"algorithm.keep_states", "tracking.keep_downloads"})
+STORAGE_KEYS: frozenset[str] = frozenset(
+    {"algorithm.keep_states", "tracking.keep_downloads", "tracking.keep_checkpoints"}
+)
 # New keys that only act in one mode, with the key that turns it off: off, they stay out too.
 MODE_KEYS: dict[str, str] = {
     "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",
@@ -197,6 +199,9 @@ def run_config(
         "orchestration.devices_per_worker": settings.devices,
         "orchestration.episodes_per_device": settings.episodes_per_device,
         "orchestration.eval_tasks": settings.round_eval_tasks,
+        # every round's policy stays until the run ends (the final one is the last round in
+        # budget, not the newest); the run then keeps only it (``run_one``)
+        "tracking.keep_checkpoints": 0,
     }
     if settings.horizon is not None:
         fixed["env.horizon_general"] = fixed["env.horizon_webshop"] = settings.horizon

@@ -338,9 +338,13 @@ class TrackingConfig:
     artifact_root: str = "runs/mlartifacts"  # where new experiments store artifacts (path or URI)
     # newest registry versions kept in runs/learner/registry, plus the aliases' (0 = all)
     keep_downloads: int = 3
+    # newest round policies kept in runs/checkpoints once registered; the registry keeps every
+    # version, so an older round's local copy is only disk (0 = all)
+    keep_checkpoints: int = 3
 
     def validate(self, key: str) -> None:
         _check(self.keep_downloads >= 0, f"{key}.keep_downloads", "must be >= 0 (0 keeps all)")
+        _check(self.keep_checkpoints >= 0, f"{key}.keep_checkpoints", "must be >= 0 (0 keeps all)")
         _check(bool(self.experiment), f"{key}.experiment", "must not be empty")
         _check(bool(self.model_name), f"{key}.model_name", "must not be empty")
         _check(bool(self.artifact_root), f"{key}.artifact_root", "must not be empty")

@@ -6,7 +6,9 @@ Layout under the project's working directory (``workdir``)::
     runs/rounds/r000003/mlflow_run_id  the round's parent MLflow run (stages nest under it)
     <data.root>/raw/                   shards as collected (oracle-labeled on the simulator)
     <data.root>/labeled/               shards after labeling: what replay reads
-    runs/checkpoints/r000003/          the policy trained in round 3 (safetensors)
+    runs/checkpoints/r000003/          the policy trained in round 3 (safetensors); once
+                                       registered, the newest ``tracking.keep_checkpoints``
+                                       rounds' are kept (the registry holds every version)
     runs/learner/checkpoints/          learner states (critics, optimizer) carried across rounds:
                                        the newest ``algorithm.keep_states`` are kept
 
@@ -20,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+import re
+import shutil
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +55,50 @@ def labeled_dir(cfg: Config, workdir: str | os.PathLike) -> Path:
 
 def checkpoint_dir(workdir: str | os.PathLike, round_: int) -> Path:
     return Path(workdir) / "runs" / "checkpoints" / f"r{round_:06d}"
+
+
+def prune_round_checkpoints(
+    workdir: str | os.PathLike, keep: int, *, protect: Iterable[int] = ()
+) -> list[int]:
+    """Delete the local policies of registered rounds (``runs/checkpoints/r<round>``) but the
+    ``keep`` newest rounds' and those of ``protect``; 0 keeps all.
+
+    Only a round whose register manifest exists is a candidate: its weights are a registry
+    version by then, and nothing after registration reads the local copy, while a round that
+    is still training, evaluating or registering needs it. Each directory is renamed to a
+    dot-name before it is removed, so a crash mid-delete leaves no half policy under a round's
+    name; the next call removes what such a crash left.
+
+    Returns:
+        The rounds whose directories were deleted, oldest first.
+
+    Raises:
+        ValueError: ``keep`` is negative.
+    """
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0 (0 keeps all), got {keep}")
+    root = Path(workdir) / "runs" / "checkpoints"
+    if keep == 0 or not root.is_dir():
+        return []
+    for leftover in root.glob(f".*{_PRUNING}"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    rounds = sorted(
+        int(d.name[1:]) for d in root.iterdir() if d.is_dir() and _ROUND_NAME.fullmatch(d.name)
+    )
+    kept = set(rounds[-keep:]) | set(protect)
+    pruned = []
+    for round_ in rounds:
+        if round_ in kept or not (round_dir(workdir, round_) / "register.json").is_file():
+            continue
+        doomed = root / f".r{round_:06d}{_PRUNING}"
+        checkpoint_dir(workdir, round_).rename(doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        pruned.append(round_)
+    return pruned
+
+
+_ROUND_NAME = re.compile(r"r\d{6,}")
+_PRUNING = ".pruning"
 
 
 def learner_dir(workdir: str | os.PathLike) -> Path:

@@ -5,7 +5,8 @@ The version is tagged ``round``, ``algorithm``, ``policy_version``, ``data_versi
 ``behavior`` alias moves to it (actors run the newest policy, as DistRL's learner pushes each
 update), while ``champion`` moves only when it beats the current champion on the same test tasks.
 A retried registration finds the version its failed try created (same round and digest) and
-goes on from it, so the registry holds one version per round.
+goes on from it, so the registry holds one version per round. Once the round is registered,
+local round policies older than the newest ``tracking.keep_checkpoints`` are deleted.
 """
 
 from __future__ import annotations
@@ -83,7 +84,10 @@ def run(
         "reason": promotion.reason,
         "reused": False,
     }
-    return common.write_manifest(workdir, round, "register", manifest)
+    common.write_manifest(workdir, round, "register", manifest)
+    # the local copy is now a registry version: older rounds' copies are only disk
+    common.prune_round_checkpoints(workdir, cfg.tracking.keep_checkpoints)
+    return manifest
 
 
 def _finish_round(cfg: Config, workdir: str | os.PathLike, round_: int) -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -223,6 +224,7 @@ def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:
     cfg = tiny_cfg(
         algorithm={"mode": "off2on", "offline_critic_steps": 2, "offline_actor_steps": 3},
         orchestration={"offline_episodes_per_device": 2},
+        tracking={"keep_checkpoints": 1},
     )
     first = register_initial_policy(cfg, project)
     record = farm.start(cfg, workdir=project)
@@ -261,6 +263,12 @@ def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:
     registry = common.registry(cfg, project)
     assert registry.get_version(offline_t["version"]).round == 0
     assert offline_t["version"] == first + 1 and online_t["version"] == first + 2
+    # keep_checkpoints 1: registering round 1 deleted round 0's local policy, which the
+    # registry still serves
+    assert not Path(offline_t["checkpoint_dir"]).exists()
+    assert Path(online_t["checkpoint_dir"]).is_dir()
+    with common.checkout(cfg, project, registry, offline_t["version"]) as weights:
+        assert (weights / "model.safetensors").is_file()
 
 
 def test_train_refuses_rounds_the_mode_does_not_have(project) -> None:

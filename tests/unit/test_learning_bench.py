@@ -302,6 +302,10 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     )
     assert _cache_view(keep_downloads) == _cache_view(base)
     assert sft_key(keep_downloads, smoke) == sft_key(base, smoke)
+    keep_rounds = dataclasses.replace(
+        base, tracking=dataclasses.replace(base.tracking, keep_checkpoints=0)
+    )
+    assert _cache_view(keep_rounds) == _cache_view(base)
 
 
 def test_cli_flags_become_settings() -> None:
