@@ -13,7 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from distrl_tasks.bench.profiles import SFT, final_checkpoint, final_test_evaluation
+from distrl_tasks.bench.profiles import (
+    SFT,
+    final_checkpoint,
+    final_eval_dir,
+    final_test_evaluation,
+)
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, TASK_SET_LABELS
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
@@ -87,8 +92,7 @@ def final_family_counts(
     for r in records:
         cfg = run_config(settings, r.task_set, method=r.method, seed=r.seed, latency=False)
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
-        # a run with no round in budget was scored by SFT's policy, cached in SFT's directory
-        eval_dir = workdir if r.final_round else sft[r.task_set].workdir
+        eval_dir = final_eval_dir(r, workdir, sft[r.task_set])
         checkpoint = final_checkpoint(r, workdir, sft[r.task_set])
         measure((r.method, r.task_set), cfg, checkpoint, eval_dir)
     return counts

@@ -33,6 +33,12 @@ def final_checkpoint(record: RunRecord, workdir: Path, sft: SFTPolicy) -> Path:
     return checkpoint_dir(workdir, record.final_round) if record.final_round else sft.policy_dir
 
 
+def final_eval_dir(record: RunRecord, workdir: Path, sft: SFTPolicy) -> Path:
+    """Where a run's final evaluations are cached: its own directory, or, for a run with no
+    round in budget (scored by SFT's policy), SFT's, where that policy's evaluations are."""
+    return workdir if record.final_round else sft.workdir
+
+
 def final_test_evaluation(
     settings: LearningBenchSettings, cfg: Config, checkpoint: Path, workdir: Path
 ) -> dict[str, Any]:
@@ -80,7 +86,8 @@ def evaluate_profiles(
         cfg = run_config(
             settings, r.task_set, method=r.method, seed=r.seed, latency=False, dynamics=profile
         )
-        measure((r.method, r.task_set, profile), checkpoint, workdir, cfg)
+        eval_dir = final_eval_dir(r, workdir, sft[r.task_set])
+        measure((r.method, r.task_set, profile), checkpoint, eval_dir, cfg)
     return results
 
 

@@ -22,6 +22,7 @@ from distrl_tasks.bench.learning import (
     report_finished,
     run_benchmark,
 )
+from distrl_tasks.bench.setup import run_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +68,14 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
         assert r.rounds and r.collections and set(r.final) == {"train", "test"}
         assert all(0.0 <= v <= 1.0 for v in r.final.values())
     assert [t.verdict for t in out.targets][2] != "not measured"  # DistRL and DigiRL both ran
+    # a finished run keeps the local policy of its evaluated round (and at most the newest):
+    # the registry holds the others
+    for r in out.records:
+        run = run_dir(
+            settings, r.method, r.task_set, r.seed, out.sft[r.task_set], kwargs["workdir"]
+        )
+        kept = sorted(p.name for p in (run / "runs" / "checkpoints").iterdir())
+        assert f"r{r.final_round:06d}" in kept and len(kept) <= 2, (r.method, kept)
 
     # PNGs
     names = sorted(p.name for p in out.plots)
