@@ -84,7 +84,11 @@ def add_pipeline_commands(sub: argparse._SubParsersAction) -> None:
     regsub = reg.add_subparsers(dest="registry_command", required=True, metavar="{compare}")
     cmp_ = regsub.add_parser("compare", help="registered versions side by side")
     cmp_.add_argument("--workdir", default=".", help="project working directory")
-    cmp_.add_argument("--load", metavar="ALIAS", help="also download the version ALIAS names")
+    cmp_.add_argument(
+        "--load",
+        metavar="ALIAS|VERSION",
+        help="also download a version: an alias (champion, behavior) or a number (3 or v3)",
+    )
     add_config_flags(cmp_)
     cmp_.set_defaults(func=_cmd_registry_compare)
 
@@ -117,14 +121,39 @@ def _data_version(cfg: Config, args: argparse.Namespace, round_: int) -> str:
     return _previous(args.workdir, round_, "version", "data_version")
 
 
-def _checkpoint(args: argparse.Namespace, round_: int) -> str:
+def _checkpoint(cfg: Config, args: argparse.Namespace, round_: int) -> str:
     """``--checkpoint`` or the round's trained checkpoint, made absolute.
 
     Both are paths as seen from the current directory (train records its output that way), while
     the stages resolve relative paths against ``--workdir``: absolute, they mean the same to both.
+
+    Raises:
+        ConfigError: the round's local policy is gone (``tracking.keep_checkpoints`` deleted it
+            once newer rounds registered, or it was removed by hand); the message says how to get
+            it back.
     """
-    path = args.checkpoint or _previous(args.workdir, round_, "train", "checkpoint_dir")
-    return str(Path(path).resolve())
+    if args.checkpoint:
+        return str(Path(args.checkpoint).resolve())
+    path = Path(_previous(args.workdir, round_, "train", "checkpoint_dir")).resolve()
+    if path.is_dir():
+        return str(path)
+    from distrl_tasks.stages.common import (
+        read_manifest,
+    )  # lazy: only this command needs it (CLI start-up)
+
+    registered = read_manifest(args.workdir, round_, "register")
+    if registered is None:
+        raise ConfigError(
+            f"round {round_}'s trained policy {path} is missing: "
+            f"retrain it with `distrl train --round {round_}`"
+        )
+    version = registered["version"]
+    raise ConfigError(
+        f"round {round_}'s local policy {path} was deleted after it was registered as version "
+        f"{version} (tracking.keep_checkpoints = {cfg.tracking.keep_checkpoints} keeps the newest "
+        f"rounds' only): download it with `distrl registry compare --load {version}` and pass "
+        "the path it prints as --checkpoint"
+    )
 
 
 def _previous(workdir: str, round_: int, stage: str, key: str) -> Any:
@@ -190,7 +219,7 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
         elif name == "evaluate":
             from distrl_tasks.stages import evaluate  # lazy: torch + pyarrow
 
-            ckpt = _checkpoint(args, rnd)
+            ckpt = _checkpoint(cfg, args, rnd)
             from distrl_tasks.stages.common import (
                 write_manifest,
             )  # lazy: only this command needs it (CLI start-up)
@@ -206,7 +235,7 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
                 register,
             )  # lazy: only this command needs it (CLI start-up)
 
-            ckpt = _checkpoint(args, rnd)
+            ckpt = _checkpoint(cfg, args, rnd)
             evaluation = {
                 "success_rate": _previous(workdir, rnd, "evaluate", "success_rate"),
                 "tasks_key": _previous(workdir, rnd, "evaluate", "tasks_key"),
@@ -282,6 +311,20 @@ def _cmd_registry_compare(args: argparse.Namespace) -> int:
         return 0
     print(format_compare_table(rows))
     if args.load:
-        path = reg.load_by_alias(args.load, learner_dir(args.workdir) / "registry")
+        dest = learner_dir(args.workdir) / "registry"
+        number = args.load.removeprefix("v")
+        if number.isdigit():
+            known = {v.version for v in rows}
+            if int(number) not in known:
+                raise ConfigError(
+                    f"--load {args.load}: no such version; registered: "
+                    + ", ".join(str(v) for v in sorted(known))
+                )
+            path = reg.download_version(int(number), dest)
+        else:
+            try:
+                path = reg.load_by_alias(args.load, dest)
+            except ValueError as exc:
+                raise ConfigError(f"--load {args.load}: {exc}") from exc
         print(f"\n{args.load}: {path}")
     return 0

@@ -18,9 +18,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import torch
+import yaml
 from fakes.gemini_server import FakeGemini, failure, rate_limited, success
 
 from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.cli.main import main
 from distrl_tasks.config import Config, config_from_dict
 from distrl_tasks.stages import collect, common, farm, label, register, train, version
 
@@ -28,7 +30,8 @@ pytestmark = pytest.mark.integration
 KEY = "test-key-not-a-secret"
 
 
-def tiny_cfg(**extra) -> Config:
+def tiny_params(**extra) -> dict:
+    """The tiny settings as a params.yaml-shaped dict, ``extra``'s sections merged in."""
     base = {
         "orchestration": {"devices_per_worker": 2, "episodes_per_device": 1},
         # fixed step counts (no plateau-ruled pre-fit) and one micro-batch per step
@@ -44,7 +47,11 @@ def tiny_cfg(**extra) -> Config:
     }
     for section, values in extra.items():
         base.setdefault(section, {}).update(values)
-    return config_from_dict(base)
+    return base
+
+
+def tiny_cfg(**extra) -> Config:
+    return config_from_dict(tiny_params(**extra))
 
 
 @pytest.fixture
@@ -220,12 +227,13 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     assert "url = ../runs/dvc-remote" in (copy / ".dvc" / "config").read_text()
 
 
-def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:
-    cfg = tiny_cfg(
+def test_off2on_trains_the_offline_round_then_continues_online(project, capsys) -> None:
+    params = tiny_params(
         algorithm={"mode": "off2on", "offline_critic_steps": 2, "offline_actor_steps": 3},
         orchestration={"offline_episodes_per_device": 2},
         tracking={"keep_checkpoints": 1},
     )
+    cfg = config_from_dict(params)
     first = register_initial_policy(cfg, project)
     record = farm.start(cfg, workdir=project)
     address = {"adb_address": (record["host"], record["port"]), "progress": False}
@@ -269,6 +277,23 @@ def test_off2on_trains_the_offline_round_then_continues_online(project) -> None:
     assert Path(online_t["checkpoint_dir"]).is_dir()
     with common.checkout(cfg, project, registry, offline_t["version"]) as weights:
         assert (weights / "model.safetensors").is_file()
+    # the CLI's round commands say where the pruned policy went, and the registry command
+    # fetches it by the version number they name
+    config_file = project.parent / f"{project.name}-params.yaml"
+    config_file.write_text(yaml.safe_dump(params))
+    flags = ["--workdir", str(project), "--config", str(config_file)]
+    capsys.readouterr()
+    assert main(["evaluate", "--round", "0", "--no-progress", *flags]) == 2
+    err = capsys.readouterr().err
+    assert f"registered as version {offline_t['version']}" in err, err
+    assert "tracking.keep_checkpoints = 1" in err
+    assert f"distrl registry compare --load {offline_t['version']}" in err
+    assert main(["registry", "compare", "--load", str(offline_t["version"]), *flags]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    fetched = Path(printed.split(": ", 1)[1])
+    assert (fetched / "model.safetensors").is_file(), printed
+    assert main(["registry", "compare", "--load", "99", *flags]) == 2
+    assert "no such version" in capsys.readouterr().err
 
 
 def test_train_refuses_rounds_the_mode_does_not_have(project) -> None:
