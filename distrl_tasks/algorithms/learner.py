@@ -51,6 +51,12 @@ METRIC_NAMES = (
     "train/steps",  # optimizer steps taken so far (all rounds)
     "train/policy_version",  # policy version after the round
     "train/skipped_steps",  # steps skipped: the replay had no signal (group methods)
+    # where the round's wall time went (seconds): what makes one method's learner round slower
+    # than another's on shared cores, read off a run rather than profiled
+    "perf/prepare_s",  # algorithm.prepare_round (DistRL: DPER re-scoring of the replay)
+    "perf/critic_s",  # critic-only steps: the fresh critic's pre-fit and the warm-up
+    "perf/actor_s",  # the round's full optimizer steps
+    "perf/calibration_s",  # the critic's calibration on the replay (0 without one)
 )
 # Reported too when the algorithm has a step critic (pre-fit: only in a fresh critic's round).
 CRITIC_METRIC_NAMES = (
@@ -178,14 +184,20 @@ class Learner:
                 counts[name] += 1
 
         fitted: dict[str, float] = {}
+        clock = time.perf_counter()
         if prefit is not None and prefit.enabled:
             fitted = self.prefit_critic(replay, prefit)
+        critic_s = time.perf_counter() - clock
+        clock = time.perf_counter()
         record(self.algorithm.prepare_round(replay))
+        prepare_s = time.perf_counter() - clock
+        clock = time.perf_counter()
         for _ in range(critic_steps):
             if not self._optimizer_step(replay, record, critic_only=True):
                 break
             if on_step is not None:
                 on_step("critic")
+        critic_s += time.perf_counter() - clock
         started, samples, skipped = time.perf_counter(), 0, 0
         for _ in range(steps):
             if self._optimizer_step(replay, record, critic_only=False):
@@ -207,10 +219,15 @@ class Learner:
         metrics["train/steps"] = float(self.step)
         metrics["train/skipped_steps"] = float(skipped)
         metrics["train/policy_version"] = float(self.policy_version)
+        clock = time.perf_counter()
         calibrate = getattr(self.algorithm, "calibration", None)
         if calibrate is not None:
             with torch.no_grad():
                 metrics.update(calibrate(replay))
+        metrics["perf/prepare_s"] = prepare_s
+        metrics["perf/critic_s"] = critic_s
+        metrics["perf/actor_s"] = elapsed
+        metrics["perf/calibration_s"] = time.perf_counter() - clock
         return metrics
 
     def update(self, replay: ReplayBuffer) -> dict[str, float]:

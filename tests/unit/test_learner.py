@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -159,7 +160,9 @@ def test_round_reports_namespaced_metrics_and_learns(tmp_path: Path) -> None:
     lrn = learner(tmp_path)
     first = lrn.train_round(replay, steps=4)
     for _ in range(3):
+        began = time.perf_counter()
         last = lrn.train_round(replay, steps=4)
+        wall = time.perf_counter() - began
     reported = set(METRIC_NAMES) - {"train/kept_frac"}
     assert reported <= set(last), reported - set(last)
     assert "train/kept_frac" in last  # prepare_round's metric is passed through
@@ -168,6 +171,10 @@ def test_round_reports_namespaced_metrics_and_learns(tmp_path: Path) -> None:
     assert last["train/steps"] == 16 and last["train/policy_version"] == 4
     assert lrn.policy_version == 4 and lrn.algorithm.prepared == 4
     assert last["train/samples_per_s"] > 0 and last["train/lr"] == pytest.approx(3e-3)
+    # the phases' times are parts of the round's wall time, and the steps took some
+    phases = [last[f"perf/{p}_s"] for p in ("prepare", "critic", "actor", "calibration")]
+    assert min(phases) >= 0 and last["perf/actor_s"] > 0
+    assert sum(phases) <= wall
 
 
 def test_same_seed_same_parameters_other_seed_differs(tmp_path: Path) -> None:
