@@ -33,6 +33,7 @@ import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel
 from distrl_tasks.agents.fast_decoder import DecoderRun
+from distrl_tasks.agents.goal_typing import restrict
 from distrl_tasks.agents.grammar import ActionGrammar
 
 
@@ -49,6 +50,7 @@ def decode_fast(
     greedy: bool,
     eos_id: int,
     generator: torch.Generator | None = None,
+    text_ok: torch.Tensor | None = None,
 ) -> tuple[list[list[int]], torch.Tensor]:
     """Sampled (or argmax) ids of one action per row, eos included when produced, and their
     ``[B]`` log-probs under the masked, temperature-scaled distribution the ids were drawn
@@ -68,6 +70,8 @@ def decode_fast(
         greedy: argmax instead of sampling.
         eos_id: the end-of-sequence id.
         generator: random source for sampling (on the model's device).
+        text_ok: ``[B, V]`` bool, the ids each row's typed text may use
+            (:mod:`.goal_typing`; needs the grammar); None = no such rule.
 
     Returns:
         ``B`` id lists of at most ``budget`` ids each, and their ``[B]`` log-probs.
@@ -85,6 +89,7 @@ def decode_fast(
             greedy,
             eos_id,
             generator,
+            text_ok,
         )
 
 
@@ -100,6 +105,7 @@ def _decode(
     greedy: bool,
     eos: int,
     generator: torch.Generator | None,
+    text_ok: torch.Tensor | None,
 ) -> tuple[list[list[int]], torch.Tensor]:
     device = states.device
     batch = states.shape[0]
@@ -133,6 +139,8 @@ def _decode(
         lengths = torch.where(live, n_draft + 1, torch.zeros_like(n_draft))
         logits = run.step(tokens, positions, lengths)  # [B, width + 1, V]
         keep = allowed if grammar is None else grammar.allowed[walk]
+        if grammar is not None and text_ok is not None:
+            keep = restrict(keep, walk, text_ok, grammar.in_text)
         t = temperature[walk][..., None] if isinstance(temperature, torch.Tensor) else temperature
         logp = torch.log_softmax((logits.float() / t).masked_fill(~keep, float("-inf")), dim=-1)
         offsets = torch.arange(width, device=device)

@@ -257,6 +257,11 @@ class ActionGrammar:
             self.table, self.column = self.table.to(device), self.column.to(device)
         return self
 
+    @property
+    def in_text(self) -> torch.Tensor:
+        """``[S]`` bool: the states inside the typed text (where the next id writes text)."""
+        return self.part == PARTS.index("text")
+
     def step(self, states: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """``[B]`` states after ``tokens`` (``[B]``) in ``states``; -1 where not allowed."""
         if self.dense:  # one gather; state -1 reads the last row, so mask it back to -1

@@ -46,6 +46,7 @@ from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.copy_match import piece_kinds
 from distrl_tasks.agents.fast_sampling import decode_fast
+from distrl_tasks.agents.goal_typing import GoalTyping, restrict
 from distrl_tasks.agents.grammar import PARTS, ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy_types import Sample, Scores
@@ -98,6 +99,7 @@ class AutoUIPolicy:
         max_prompt_tokens: int = 512,
         grammar: ActionGrammar | None = None,
         decoder: str = "fast",
+        goal_typing: bool = False,
     ) -> None:
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
@@ -115,6 +117,12 @@ class AutoUIPolicy:
         self._allowed_cpu = tokenizer.output_mask(model.vocab_size)
         self.grammar = grammar
         self.decoder = decoder
+        if goal_typing and grammar is None:
+            raise ValueError("goal_typing needs the grammar (agent.constrained_decoding: true)")
+        # the typed text's words come from the goal (agent.goal_typing, :mod:`.goal_typing`)
+        self.goal_typing = (
+            GoalTyping(tokenizer.piece_texts(model.vocab_size)) if goal_typing else None
+        )
         # per-part sampling temperatures ({"type"|"coords"|"text": t}; agent.exploration), used
         # when no temperature is passed and decoding is constrained; None = one temperature
         self.part_temperatures: dict[str, float] | None = None
@@ -139,6 +147,14 @@ class AutoUIPolicy:
         if t <= 0:
             raise ValueError(f"temperature must be > 0, got {t}")
         return t
+
+    def _text_ok(
+        self, observations: Sequence[Observation], constrained: bool = True
+    ) -> torch.Tensor | None:
+        """``[B, V]`` ids each row's typed text may use (``goal_typing``), else None."""
+        if self.goal_typing is None or not constrained:
+            return None
+        return self.goal_typing.masks([o.prompt for o in observations], self.device)
 
     def _encoder_inputs(
         self, observations: Sequence[Observation]
@@ -206,6 +222,7 @@ class AutoUIPolicy:
         targets: Sequence[Sequence[int]],
         temperature: float | torch.Tensor,
         constrained: bool = True,
+        text_ok: torch.Tensor | None = None,
     ) -> Scores:
         labels, label_mask = _pad(targets, self.tokenizer.pad_id)
         labels, label_mask = labels.to(self.device), label_mask.to(self.device).bool()
@@ -220,6 +237,8 @@ class AutoUIPolicy:
             ]
             walk_states = torch.tensor(walk, dtype=torch.long, device=self.device)
             allowed = grammar.allowed[walk_states]
+            if text_ok is not None:
+                allowed = restrict(allowed, walk_states, text_ok, grammar.in_text, labels)
         if isinstance(temperature, torch.Tensor) and walk_states is None:
             temperature = self.temperature  # free text (SFT scoring): no parts to tell apart
         logp = self._log_softmax(logits, temperature, allowed, walk_states)
@@ -264,7 +283,8 @@ class AutoUIPolicy:
             targets.append(ids)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
-        return self._score_ids(ids, states, mask, targets, t, constrained)
+        text_ok = self._text_ok(observations, constrained)
+        return self._score_ids(ids, states, mask, targets, t, constrained, text_ok)
 
     def log_prob(
         self,
@@ -294,6 +314,7 @@ class AutoUIPolicy:
         t = self._temperature(temperature)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
+        text_ok = self._text_ok(observations)
         fast = self.decoder == "fast" and self.model.shared.weight.dtype == torch.float32
         if fast:
             sampled, loop_log_probs = decode_fast(
@@ -308,6 +329,7 @@ class AutoUIPolicy:
                 greedy=greedy,
                 eos_id=self.tokenizer.eos_id,
                 generator=generator,
+                text_ok=text_ok,
             )
         else:
             sampled = decode_reference(
@@ -323,6 +345,7 @@ class AutoUIPolicy:
                 eos_id=self.tokenizer.eos_id,
                 pad_id=self.tokenizer.pad_id,
                 generator=generator,
+                text_ok=text_ok,
             )
         texts = [self.tokenizer.decode(row) for row in sampled]
         targets, canonical = [], []
@@ -331,7 +354,7 @@ class AutoUIPolicy:
             canonical.append(canon == row)
             targets.append(canon)
         if not fast:
-            scores = self._score_ids(ids, states, mask, targets, t)
+            scores = self._score_ids(ids, states, mask, targets, t, text_ok=text_ok)
             return Sample(texts, sampled, scores.log_prob, canonical)
         # canonical rows: the loop's log-prob is the teacher-forced one (same ids, same masks);
         # the others are scored on their canonical ids, as the learner will score them
@@ -340,7 +363,12 @@ class AutoUIPolicy:
         if redo:
             pick = torch.tensor(redo, device=self.device)
             scores = self._score_ids(
-                ids[pick], states[pick], mask[pick], [targets[i] for i in redo], t
+                ids[pick],
+                states[pick],
+                mask[pick],
+                [targets[i] for i in redo],
+                t,
+                text_ok=None if text_ok is None else text_ok[pick],
             )
             log_probs[pick] = scores.log_prob
         return Sample(texts, sampled, log_probs, canonical)
@@ -447,6 +475,7 @@ def build_policy(
         max_prompt_tokens=cfg.max_prompt_tokens,
         grammar=grammar_for(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
         decoder=decoder,
+        goal_typing=cfg.goal_typing,
     )
     parts = cfg.exploration.temperatures(cfg.temperature)
     if any(t != cfg.temperature for t in parts.values()):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel
+from distrl_tasks.agents.goal_typing import restrict
 from distrl_tasks.agents.grammar import ActionGrammar
 
 
@@ -27,6 +28,7 @@ def decode_reference(
     eos_id: int,
     pad_id: int,
     generator: torch.Generator | None = None,
+    text_ok: torch.Tensor | None = None,
 ) -> list[list[int]]:
     """Sampled (or argmax) ids of one action per row, eos included when produced.
 
@@ -46,6 +48,8 @@ def decode_reference(
             current, encoder_states, attention_mask, cache, use_cache=True, source_ids=source_ids
         )
         keep = allowed if grammar is None else grammar.allowed[state]
+        if grammar is not None and text_ok is not None:
+            keep = restrict(keep, state, text_ok, grammar.in_text)
         t = temperature[state] if isinstance(temperature, torch.Tensor) else temperature
         scaled = logits[:, -1].float() / (t[:, None] if isinstance(t, torch.Tensor) else t)
         logp = torch.log_softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)

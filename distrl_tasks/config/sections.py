@@ -105,6 +105,9 @@ class AgentConfig:
     observation_elements: int = 6  # most elements listed (agent.observation: elements)
     max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
+    # typed text: pieces of two or more letters/digits only if they occur in the goal (needs
+    # constrained_decoding; agents/goal_typing.py)
+    goal_typing: bool = False
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
     critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input
     critic_text_encoder_path: str = ""  # local model directory (roberta; optional for minilm)
@@ -161,6 +164,11 @@ class AgentConfig:
         _check(self.vlm_lora_rank >= 1, f"{key}.vlm_lora_rank", "must be >= 1")
         _check(self.vlm_lora_alpha >= 1, f"{key}.vlm_lora_alpha", "must be >= 1")
         _check(self.max_prompt_tokens >= 16, f"{key}.max_prompt_tokens", "must be >= 16")
+        _check(
+            not self.goal_typing or self.constrained_decoding,
+            f"{key}.goal_typing",
+            "needs agent.constrained_decoding: true (the rule acts on the grammar's text field)",
+        )
         _check(
             self.remote_base_url == "" or self.remote_base_url.startswith(("http://", "https://")),
             f"{key}.remote_base_url",

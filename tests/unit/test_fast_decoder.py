@@ -232,3 +232,65 @@ def test_grammar_tables_agree_with_the_automaton(sentencepiece: SentencePieceTok
 def test_bad_decoder_name() -> None:
     with pytest.raises(ValueError, match="decoder must be one of"):
         AutoUIPolicy(build_tiny_model(seed=0), BYTE, decoder="turbo")
+
+
+def _typed_pieces(policy: AutoUIPolicy, rows: list[list[int]]) -> list[list[str]]:
+    """Per row, the text of every id written inside the typed text (grammar text states)."""
+    grammar = policy.grammar
+    texts = policy.tokenizer.piece_texts(policy.model.vocab_size)
+    in_text = grammar.in_text.tolist()
+    return [
+        [texts[i] for i, s in zip(ids, walk, strict=True) if in_text[s]]
+        for ids, walk in zip(rows, grammar.states_along(rows), strict=True)
+    ]
+
+
+def _breaks_rule(piece: str, goal: str) -> bool:
+    return sum(c.isalnum() for c in piece) >= 2 and piece.lower() not in " " + goal.lower()
+
+
+def test_goal_typing_keeps_the_fast_path_equal_and_types_goal_words(
+    sentencepiece: SentencePieceTokenizer,
+) -> None:
+    """With agent.goal_typing the two loops still agree (greedy ids, behaviour log-probs = the
+    learner's teacher-forced ones), and no sampled typed-text id of two or more letters or
+    digits is missing from the goal; without the rule the same draws break it."""
+    model = build_tiny_model(vocab_size=max(384, sentencepiece.size), seed=6).eval()
+    grammar = grammar_for(sentencepiece, model.vocab_size)
+    ruled = {
+        d: AutoUIPolicy(
+            model, sentencepiece, max_new_tokens=200, grammar=grammar, decoder=d, goal_typing=True
+        )
+        for d in ("reference", "fast")
+    }
+    free = AutoUIPolicy(model, sentencepiece, max_new_tokens=200, grammar=grammar)
+    obs = _observations(8, seed=7) * 4
+    goals = [o.prompt.rpartition(" Goal: ")[2] for o in obs]
+    ref = ruled["reference"].sample(obs[:8], greedy=True)
+    fast = ruled["fast"].sample(obs[:8], greedy=True)
+    assert fast.token_ids == ref.token_ids
+    torch.testing.assert_close(fast.log_probs, ref.log_probs, rtol=0, atol=1e-5)
+
+    broken = {}
+    for name, policy in (
+        ("fast", ruled["fast"]),
+        ("reference", ruled["reference"]),
+        ("free", free),
+    ):
+        # a hot action type, so that an untrained model types often (per-part temperatures,
+        # which the learner's re-scoring uses too)
+        policy.part_temperatures = {"type": 30.0, "coords": 1.0, "text": 2.0}
+        out = policy.sample(obs, generator=torch.Generator().manual_seed(2))
+        pieces = _typed_pieces(policy, out.token_ids)
+        assert sum(map(len, pieces)) > 50  # enough typed text to judge the rule by
+        broken[name] = sum(
+            _breaks_rule(p, g) for row, g in zip(pieces, goals, strict=True) for p in row
+        )
+        again = policy.log_prob(obs, out.texts).detach()
+        torch.testing.assert_close(out.log_probs, again, rtol=1e-6, atol=1e-5)
+    assert broken["fast"] == broken["reference"] == 0 and broken["free"] > 0, broken
+
+
+def test_goal_typing_needs_the_grammar(sentencepiece: SentencePieceTokenizer) -> None:
+    with pytest.raises(ValueError, match="goal_typing needs the grammar"):
+        AutoUIPolicy(build_tiny_model(seed=0), BYTE, goal_typing=True)
