@@ -33,7 +33,7 @@ import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel
 from distrl_tasks.agents.fast_decoder import DecoderRun
-from distrl_tasks.agents.goal_typing import restrict
+from distrl_tasks.agents.goal_typing import GoalTypingRun, restrict
 from distrl_tasks.agents.grammar import ActionGrammar
 
 
@@ -50,7 +50,7 @@ def decode_fast(
     greedy: bool,
     eos_id: int,
     generator: torch.Generator | None = None,
-    text_ok: torch.Tensor | None = None,
+    typing: GoalTypingRun | None = None,
 ) -> tuple[list[list[int]], torch.Tensor]:
     """Sampled (or argmax) ids of one action per row, eos included when produced, and their
     ``[B]`` log-probs under the masked, temperature-scaled distribution the ids were drawn
@@ -70,8 +70,8 @@ def decode_fast(
         greedy: argmax instead of sampling.
         eos_id: the end-of-sequence id.
         generator: random source for sampling (on the model's device).
-        text_ok: ``[B, V]`` bool, the ids each row's typed text may use
-            (:mod:`.goal_typing`; needs the grammar); None = no such rule.
+        typing: the rows' typed text under ``agent.goal_typing`` (:mod:`.goal_typing`; needs
+            the grammar), advanced as the loop writes; None = no such rule.
 
     Returns:
         ``B`` id lists of at most ``budget`` ids each, and their ``[B]`` log-probs.
@@ -89,7 +89,7 @@ def decode_fast(
             greedy,
             eos_id,
             generator,
-            text_ok,
+            typing,
         )
 
 
@@ -105,7 +105,7 @@ def _decode(
     greedy: bool,
     eos: int,
     generator: torch.Generator | None,
-    text_ok: torch.Tensor | None,
+    typing: GoalTypingRun | None,
 ) -> tuple[list[list[int]], torch.Tensor]:
     device = states.device
     batch = states.shape[0]
@@ -139,8 +139,9 @@ def _decode(
         lengths = torch.where(live, n_draft + 1, torch.zeros_like(n_draft))
         logits = run.step(tokens, positions, lengths)  # [B, width + 1, V]
         keep = allowed if grammar is None else grammar.allowed[walk]
-        if grammar is not None and text_ok is not None:
-            keep = restrict(keep, walk, text_ok, grammar.in_text)
+        if grammar is not None and typing is not None:
+            # drafts are fixed format, so only a walk's last state can be inside the text
+            keep = restrict(keep, walk, typing.masks(device), grammar.in_text)
         t = temperature[walk][..., None] if isinstance(temperature, torch.Tensor) else temperature
         logp = torch.log_softmax((logits.float() / t).masked_fill(~keep, float("-inf")), dim=-1)
         offsets = torch.arange(width, device=device)
@@ -181,6 +182,8 @@ def _decode(
         inputs[rows[live], (1 + out_len + n_ok)[live]] = nxt[live]
         if grammar is not None:
             before = walk.gather(1, n_ok[:, None]).squeeze(1)
+            if typing is not None:
+                typing.advance(before, nxt, grammar.in_text, live)
             state = torch.where(live, grammar.step(before, nxt), state)
         out_len = torch.where(live, out_len + n_ok + 1, out_len)
         finished = finished | (live & (nxt == eos)) | (out_len >= budget)

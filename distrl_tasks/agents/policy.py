@@ -148,13 +148,13 @@ class AutoUIPolicy:
             raise ValueError(f"temperature must be > 0, got {t}")
         return t
 
-    def _text_ok(
+    def _prompts(
         self, observations: Sequence[Observation], constrained: bool = True
-    ) -> torch.Tensor | None:
-        """``[B, V]`` ids each row's typed text may use (``goal_typing``), else None."""
+    ) -> list[str] | None:
+        """The rows' prompts where ``goal_typing`` reads them (constrained), else None."""
         if self.goal_typing is None or not constrained:
             return None
-        return self.goal_typing.masks([o.prompt for o in observations], self.device)
+        return [o.prompt for o in observations]
 
     def _encoder_inputs(
         self, observations: Sequence[Observation]
@@ -222,7 +222,7 @@ class AutoUIPolicy:
         targets: Sequence[Sequence[int]],
         temperature: float | torch.Tensor,
         constrained: bool = True,
-        text_ok: torch.Tensor | None = None,
+        prompts: Sequence[str] | None = None,
     ) -> Scores:
         labels, label_mask = _pad(targets, self.tokenizer.pad_id)
         labels, label_mask = labels.to(self.device), label_mask.to(self.device).bool()
@@ -232,12 +232,14 @@ class AutoUIPolicy:
         if grammar is not None:
             # padding positions take the initial state: any state with allowed ids avoids NaNs
             width = labels.shape[1]
-            walk = [
-                [*w, *[grammar.initial] * (width - len(w))] for w in grammar.states_along(targets)
-            ]
+            along = grammar.states_along(targets)
+            walk = [[*w, *[grammar.initial] * (width - len(w))] for w in along]
             walk_states = torch.tensor(walk, dtype=torch.long, device=self.device)
             allowed = grammar.allowed[walk_states]
-            if text_ok is not None:
+            if prompts is not None and self.goal_typing is not None:
+                text_ok = self.goal_typing.position_masks(
+                    prompts, targets, along, grammar.in_text.tolist(), width
+                ).to(self.device)
                 allowed = restrict(allowed, walk_states, text_ok, grammar.in_text, labels)
         if isinstance(temperature, torch.Tensor) and walk_states is None:
             temperature = self.temperature  # free text (SFT scoring): no parts to tell apart
@@ -283,8 +285,8 @@ class AutoUIPolicy:
             targets.append(ids)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
-        text_ok = self._text_ok(observations, constrained)
-        return self._score_ids(ids, states, mask, targets, t, constrained, text_ok)
+        prompts = self._prompts(observations, constrained)
+        return self._score_ids(ids, states, mask, targets, t, constrained, prompts)
 
     def log_prob(
         self,
@@ -314,7 +316,11 @@ class AutoUIPolicy:
         t = self._temperature(temperature)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
-        text_ok = self._text_ok(observations)
+        prompts = self._prompts(observations)
+        grammar = self._grammar()
+        typing = None
+        if prompts is not None and self.goal_typing is not None and grammar is not None:
+            typing = self.goal_typing.start(prompts)
         fast = self.decoder == "fast" and self.model.shared.weight.dtype == torch.float32
         if fast:
             sampled, loop_log_probs = decode_fast(
@@ -323,13 +329,13 @@ class AutoUIPolicy:
                 mask,
                 ids,
                 allowed=self._allowed(),
-                grammar=self._grammar(),
+                grammar=grammar,
                 budget=self.max_new_tokens,
                 temperature=t,
                 greedy=greedy,
                 eos_id=self.tokenizer.eos_id,
                 generator=generator,
-                text_ok=text_ok,
+                typing=typing,
             )
         else:
             sampled = decode_reference(
@@ -338,14 +344,14 @@ class AutoUIPolicy:
                 states,
                 mask,
                 allowed=self._allowed(),
-                grammar=self._grammar(),
+                grammar=grammar,
                 budget=self.max_new_tokens,
                 temperature=t,
                 greedy=greedy,
                 eos_id=self.tokenizer.eos_id,
                 pad_id=self.tokenizer.pad_id,
                 generator=generator,
-                text_ok=text_ok,
+                typing=typing,
             )
         texts = [self.tokenizer.decode(row) for row in sampled]
         targets, canonical = [], []
@@ -354,7 +360,7 @@ class AutoUIPolicy:
             canonical.append(canon == row)
             targets.append(canon)
         if not fast:
-            scores = self._score_ids(ids, states, mask, targets, t, text_ok=text_ok)
+            scores = self._score_ids(ids, states, mask, targets, t, prompts=prompts)
             return Sample(texts, sampled, scores.log_prob, canonical)
         # canonical rows: the loop's log-prob is the teacher-forced one (same ids, same masks);
         # the others are scored on their canonical ids, as the learner will score them
@@ -368,7 +374,7 @@ class AutoUIPolicy:
                 mask[pick],
                 [targets[i] for i in redo],
                 t,
-                text_ok=None if text_ok is None else text_ok[pick],
+                prompts=None if prompts is None else [prompts[i] for i in redo],
             )
             log_probs[pick] = scores.log_prob
         return Sample(texts, sampled, log_probs, canonical)

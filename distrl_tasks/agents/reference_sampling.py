@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel
-from distrl_tasks.agents.goal_typing import restrict
+from distrl_tasks.agents.goal_typing import GoalTypingRun, restrict
 from distrl_tasks.agents.grammar import ActionGrammar
 
 
@@ -28,7 +28,7 @@ def decode_reference(
     eos_id: int,
     pad_id: int,
     generator: torch.Generator | None = None,
-    text_ok: torch.Tensor | None = None,
+    typing: GoalTypingRun | None = None,
 ) -> list[list[int]]:
     """Sampled (or argmax) ids of one action per row, eos included when produced.
 
@@ -48,8 +48,8 @@ def decode_reference(
             current, encoder_states, attention_mask, cache, use_cache=True, source_ids=source_ids
         )
         keep = allowed if grammar is None else grammar.allowed[state]
-        if grammar is not None and text_ok is not None:
-            keep = restrict(keep, state, text_ok, grammar.in_text)
+        if grammar is not None and typing is not None:
+            keep = restrict(keep, state, typing.masks(device), grammar.in_text)
         t = temperature[state] if isinstance(temperature, torch.Tensor) else temperature
         scaled = logits[:, -1].float() / (t[:, None] if isinstance(t, torch.Tensor) else t)
         logp = torch.log_softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)
@@ -60,6 +60,8 @@ def decode_reference(
         nxt = torch.where(finished, torch.full_like(nxt, pad_id), nxt)
         steps.append(nxt)
         finished |= nxt == eos_id
+        if grammar is not None and typing is not None:
+            typing.advance(state, nxt, grammar.in_text, nxt != pad_id)
         if grammar is not None:  # finished rows stay put (their state is never read again)
             state = torch.where(finished, state, grammar.step_sparse(state, nxt))
         if bool(finished.all()):

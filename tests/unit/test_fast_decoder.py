@@ -11,6 +11,7 @@ from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
 from distrl_tasks.agents.fast_decoder import DecoderRun
+from distrl_tasks.agents.goal_typing import GoalTyping, unfinished_word
 from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer
@@ -234,27 +235,30 @@ def test_bad_decoder_name() -> None:
         AutoUIPolicy(build_tiny_model(seed=0), BYTE, decoder="turbo")
 
 
-def _typed_pieces(policy: AutoUIPolicy, rows: list[list[int]]) -> list[list[str]]:
-    """Per row, the text of every id written inside the typed text (grammar text states)."""
-    grammar = policy.grammar
-    texts = policy.tokenizer.piece_texts(policy.model.vocab_size)
-    in_text = grammar.in_text.tolist()
-    return [
-        [texts[i] for i, s in zip(ids, walk, strict=True) if in_text[s]]
-        for ids, walk in zip(rows, grammar.states_along(rows), strict=True)
-    ]
-
-
-def _breaks_rule(piece: str, goal: str) -> bool:
-    return sum(c.isalnum() for c in piece) >= 2 and piece.lower() not in " " + goal.lower()
+def _rule_breaks(policy: AutoUIPolicy, rows: list[list[int]], goals: list[str]) -> int:
+    """Typed-text ids outside what both the grammar and the goal-typing rule allow, where the
+    two allow something (where they do not, the rule gives way to the grammar: a full field)."""
+    grammar, rule = (
+        policy.grammar,
+        GoalTyping(policy.tokenizer.piece_texts(policy.model.vocab_size)),
+    )
+    breaks = 0
+    for ids, walk, goal in zip(rows, grammar.states_along(rows), goals, strict=True):
+        typed = ""
+        for token, state in zip(ids, walk, strict=True):
+            if grammar.in_text[state]:
+                both = grammar.allowed[state] & rule.mask(goal, unfinished_word(typed))
+                breaks += bool(both.any()) and not bool(both[token])
+                typed += rule.texts[token]
+    return breaks
 
 
 def test_goal_typing_keeps_the_fast_path_equal_and_types_goal_words(
     sentencepiece: SentencePieceTokenizer,
 ) -> None:
     """With agent.goal_typing the two loops still agree (greedy ids, behaviour log-probs = the
-    learner's teacher-forced ones), and no sampled typed-text id of two or more letters or
-    digits is missing from the goal; without the rule the same draws break it."""
+    learner's teacher-forced ones), and neither loop writes a typed-text id the rule forbids;
+    without the rule the same draws do."""
     model = build_tiny_model(vocab_size=max(384, sentencepiece.size), seed=6).eval()
     grammar = grammar_for(sentencepiece, model.vocab_size)
     ruled = {
@@ -281,13 +285,17 @@ def test_goal_typing_keeps_the_fast_path_equal_and_types_goal_words(
         # which the learner's re-scoring uses too)
         policy.part_temperatures = {"type": 30.0, "coords": 1.0, "text": 2.0}
         out = policy.sample(obs, generator=torch.Generator().manual_seed(2))
-        pieces = _typed_pieces(policy, out.token_ids)
-        assert sum(map(len, pieces)) > 50  # enough typed text to judge the rule by
-        broken[name] = sum(
-            _breaks_rule(p, g) for row, g in zip(pieces, goals, strict=True) for p in row
-        )
+        typed = sum('"action_type": "TYPE"' in t for t in out.texts)
+        assert typed >= 2  # enough typed text to judge the rule by
+        broken[name] = _rule_breaks(policy, out.token_ids, goals)
         again = policy.log_prob(obs, out.texts).detach()
         torch.testing.assert_close(out.log_probs, again, rtol=1e-6, atol=1e-5)
+        if name == "fast":  # the learner scores the typed text under the rule, too
+            free.part_temperatures = policy.part_temperatures
+            unruled = free.log_prob(obs, out.texts).detach()
+            typing_rows = torch.tensor(['"action_type": "TYPE"' in t for t in out.texts])
+            assert bool((again[typing_rows] > unruled[typing_rows] + 0.1).all())
+            torch.testing.assert_close(again[~typing_rows], unruled[~typing_rows])
     assert broken["fast"] == broken["reference"] == 0 and broken["free"] > 0, broken
 
 

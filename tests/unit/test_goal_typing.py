@@ -4,38 +4,80 @@ from __future__ import annotations
 
 import torch
 
-from distrl_tasks.agents.goal_typing import GoalTyping, goal_of, restrict
+from distrl_tasks.agents.goal_typing import (
+    GoalTyping,
+    goal_of,
+    restrict,
+    unfinished_word,
+    words,
+)
 from distrl_tasks.protocol.actions import format_action, type_text
 from distrl_tasks.protocol.observation import format_prompt
 
-PIECES = ["", " walmart", " target", "s", " a", ".com", '"', " Dell", "ell", "12"]
+PIECES = ["", " walmart", " target", "s", " a", ".com", '"', " Dell", "ell", "12", " ", " xps"]
+GOAL = 'Search for "Dell XPS 12" on Walmart'
 
 
 def test_goal_of_reads_the_goal_between_the_action_and_the_screen() -> None:
     typed = format_action(type_text("Goal: decoy"))
-    prompt = format_prompt("Search for dell on Walmart", [typed], screen="Search [0.1, 0.2]")
-    assert goal_of(prompt) == "Search for dell on Walmart"
+    prompt = format_prompt(GOAL, [typed], screen="Search [0.1, 0.2]")
+    assert goal_of(prompt) == GOAL
     assert goal_of(format_prompt("Open the clock")) == "Open the clock"
     assert goal_of("no marks at all") == "no marks at all"
 
 
-def test_masks_allow_goal_pieces_and_short_ones_only() -> None:
+def test_words_and_the_unfinished_word() -> None:
+    assert words("What's the news in Bolivia?") == ["what", "s", "the", "news", "in", "bolivia"]
+    assert unfinished_word("dell xp") == "xp"
+    assert unfinished_word("dell ") == "" and unfinished_word("") == ""
+
+
+def test_masks_allow_what_continues_goal_words_only() -> None:
     typing = GoalTyping(PIECES)
-    mask = typing.mask("Search for Dell XPS on Walmart 12")
-    # " walmart"/" Dell"/"ell"/"12" occur (case-folded); " target" and ".com" do not; "" (ids
-    # that write nothing, eos among them), "s", " a" and the quote have fewer than two letters
-    # or digits and stay free
-    assert mask.tolist() == [True, True, False, True, True, False, True, True, True, True]
-    assert typing.mask("Search for Dell XPS on Walmart 12") is mask  # remembered per goal
-    # a word start needs the word to start in the goal: " ell" is not in " ... dell ..."
-    assert GoalTyping([" ell"]).mask("dell").tolist() == [False]
-    rows = typing.masks([format_prompt("go to target.com"), format_prompt("a")])
-    assert rows.shape == (2, len(PIECES))
-    assert rows[0, 2] and rows[0, 5] and not rows[1, 2] and not rows[1, 5]
+    start = typing.mask(GOAL)
+    # between words: a goal word or its start may begin (" walmart", "s" of search, " Dell",
+    # "12", " xps"), symbols and spaces are free; " target", " a", ".com" (com) and "ell" start
+    # no goal word
+    assert start.tolist() == [True, True, False, True, False, False, True, True, False, True,
+                              True, True]  # fmt: skip
+    assert typing.mask(GOAL) is start  # remembered per goal and unfinished word
+    # inside "d": "ell" finishes "dell"; a space or a quote after "d" would leave "d" unfinished
+    # as a whole word, which the goal does not have
+    inside = typing.mask(GOAL, "d")
+    assert inside[PIECES.index("ell")] and not inside[PIECES.index(" ")]
+    assert not inside[PIECES.index('"')] and not inside[PIECES.index(" walmart")]
+    # after a whole word a space, a quote or another word may follow
+    after = typing.mask(GOAL, "walmart")
+    assert after[PIECES.index(" ")] and after[PIECES.index('"')] and after[PIECES.index(" xps")]
+    # the same id lists for another goal differ: ".com" is allowed where "com" is a goal word
+    assert typing.mask("go to target.com", "target")[PIECES.index(".com")]
+
+
+def test_position_masks_follow_the_typed_text() -> None:
+    typing = GoalTyping(PIECES)
+    prompt = format_prompt(GOAL)
+    # states: 0 = format, 1 = inside the text; the row writes a quote (format), then types
+    # " Dell", " xps" and a quote inside the text
+    ids = [6, 7, 11, 6]
+    walk = [0, 1, 1, 1]
+    masks = typing.position_masks([prompt], [ids], [walk], [False, True], width=5)
+    assert masks.shape == (1, 5, len(PIECES))
+    assert bool(masks[0, 0].all()) and bool(masks[0, 4].all())  # outside the text, padding
+    assert torch.equal(masks[0, 1], typing.mask(GOAL))
+    assert torch.equal(masks[0, 2], typing.mask(GOAL, "dell"))
+    assert torch.equal(masks[0, 3], typing.mask(GOAL, "xps"))
+    # a decoding loop's tracker gives the same masks as it advances
+    run = typing.start([prompt])
+    in_text = torch.tensor([False, True])
+    for pos, (token, state) in enumerate(zip(ids, walk, strict=True)):
+        if state:
+            assert torch.equal(run.masks("cpu")[0], masks[0, pos])
+        run.advance(torch.tensor([state]), torch.tensor([token]), in_text)
+    assert run.typed == [" Dell xps\""]
 
 
 def test_restrict_narrows_only_text_states_and_never_empties_a_row() -> None:
-    # 3 states (1 is inside the typed text), 4 ids; one row whose goal allows ids 0 and 2
+    # 3 states (1 is inside the typed text), 4 ids; one row whose rule allows ids 0 and 2
     in_text = torch.tensor([False, True, False])
     text_ok = torch.tensor([[True, False, True, False]])
     keep = torch.tensor([[[True, True, True, True], [False, True, True, True],
@@ -48,6 +90,8 @@ def test_restrict_narrows_only_text_states_and_never_empties_a_row() -> None:
         [False, True, False, True],  # inside, but nothing both allow: the grammar's ids
         [True, True, False, False],  # outside again
     ]]  # fmt: skip
+    # per-position masks give the same
+    assert torch.equal(restrict(keep, states, text_ok[:, None].expand(1, 4, 4), in_text), out)
     # teacher forcing keeps the written id where the grammar allows it (position 1 writes id 3)
     forced = restrict(keep, states, text_ok, in_text, written=torch.tensor([[0, 3, 1, 0]]))
     assert forced[0, 1].tolist() == [False, False, True, True]
