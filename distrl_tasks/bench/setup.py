@@ -145,6 +145,7 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "algorithm.distrl.rescore": "all",
     "agent.sft_goal_mix": "file",
     "agent.exploration.element_goal_weight": 0.0,
+    "agent.goal_typing": False,
 }
 # Keys that decide what is kept on disk, never what a run learns: they never name a result.
 STORAGE_KEYS: frozenset[str] = frozenset(
