@@ -170,6 +170,11 @@ class AgentConfig:
             "needs agent.constrained_decoding: true (the rule acts on the grammar's text field)",
         )
         _check(
+            not (self.goal_typing and self.model == "vlm"),
+            f"{key}.goal_typing",
+            "acts on the tiny and autoui-base policies' grammar, not on agent.model: vlm",
+        )
+        _check(
             self.remote_base_url == "" or self.remote_base_url.startswith(("http://", "https://")),
             f"{key}.remote_base_url",
             "must be empty or start with http:// or https://",
