@@ -74,6 +74,13 @@ def measure(cfg: Config, policy: str, row: dict, on: bool) -> dict:
     }
 
 
+def _label(policy: str) -> str:
+    """A policy's name in the table: the learning benchmark's start directory (``sft-...``) for
+    its ``runs/bootstrap/policy``, else the directory's own name."""
+    parts = Path(policy).parts
+    return next((p for p in reversed(parts) if p.startswith("sft-")), Path(policy).name)
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
@@ -98,7 +105,7 @@ def main() -> None:
         for row in evaluations(policy, args.heldout, args.test, args.worlds):
             off, on = measure(cfg, policy, row, False), measure(cfg, policy, row, True)
             out.append({"policy": policy, **row, "off": off, "on": on})
-            print(f"| {Path(policy).name} | {row['name']} | {_pct(off['success'])} | "
+            print(f"| {_label(policy)} | {row['name']} | {_pct(off['success'])} | "
                   f"{_pct(on['success'])} | {_pct(off['typed_query_match'])} | "
                   f"{_pct(on['typed_query_match'])} | {off['type_steps']} / {on['type_steps']} | "
                   f"{off['wall_s']:.0f} / {on['wall_s']:.0f} |",
