@@ -73,7 +73,7 @@ def test_position_masks_follow_the_typed_text() -> None:
         if state:
             assert torch.equal(run.masks("cpu")[0], masks[0, pos])
         run.advance(torch.tensor([state]), torch.tensor([token]), in_text)
-    assert run.typed == [" Dell xps\""]
+    assert run.typed == [' Dell xps"']
 
 
 def test_restrict_narrows_only_text_states_and_never_empties_a_row() -> None:
