@@ -29,19 +29,10 @@ from functools import lru_cache
 
 import torch
 
-# the goal starts after this in format_prompt's text, and a listed screen follows it
-_GOAL_MARK, _SCREEN_MARK = " Goal: ", " Screen: "
+from distrl_tasks.protocol.observation import goal_of_prompt
+
 # (goal, unfinished word) pairs remembered with their masks (an episode repeats its goal)
 _CACHE_SIZE = 8192
-
-
-def goal_of(prompt: str) -> str:
-    """The goal inside an AutoUI prompt (:func:`~distrl_tasks.protocol.observation.format_prompt`):
-    what follows the last ``" Goal: "`` before the ``" Screen: "`` part; the whole prompt when it
-    has no goal mark (a caller's own prompt)."""
-    head = prompt.split(_SCREEN_MARK, 1)[0]
-    _, mark, goal = head.rpartition(_GOAL_MARK)
-    return goal if mark else prompt
 
 
 def words(text: str) -> list[str]:
@@ -147,7 +138,7 @@ class GoalTyping:
 
     def start(self, prompts: Sequence[str]) -> GoalTypingRun:
         """A decoding loop's tracker for these rows (:class:`GoalTypingRun`)."""
-        return GoalTypingRun(self, [goal_of(p) for p in prompts])
+        return GoalTypingRun(self, [goal_of_prompt(p) for p in prompts])
 
     def position_masks(
         self,
@@ -169,7 +160,7 @@ class GoalTyping:
         """
         out = torch.ones((len(prompts), width, self.vocab_size), dtype=torch.bool)
         for row, (prompt, ids, walk) in enumerate(zip(prompts, targets, walks, strict=True)):
-            goal, typed = goal_of(prompt), ""
+            goal, typed = goal_of_prompt(prompt), ""
             for pos, (token, state) in enumerate(zip(ids, walk, strict=False)):
                 if in_text[state]:
                     out[row, pos] = self.mask(goal, unfinished_word(typed))

@@ -35,3 +35,12 @@ def format_prompt(
     recent = list(previous_actions)[-history:] if history else []
     prompt = "Previous Actions: " + " ".join(recent) + " Goal: " + goal
     return f"{prompt} Screen: {screen}" if screen else prompt
+
+
+def goal_of_prompt(prompt: str) -> str:
+    """The goal inside a :func:`format_prompt` string: what follows the last ``" Goal: "``
+    before the ``" Screen: "`` part; the whole prompt when it has no goal mark (a caller's own
+    prompt)."""
+    head = prompt.split(" Screen: ", 1)[0]
+    _, mark, goal = head.rpartition(" Goal: ")
+    return goal if mark else prompt

@@ -6,13 +6,12 @@ import torch
 
 from distrl_tasks.agents.goal_typing import (
     GoalTyping,
-    goal_of,
     restrict,
     unfinished_word,
     words,
 )
 from distrl_tasks.protocol.actions import format_action, type_text
-from distrl_tasks.protocol.observation import format_prompt
+from distrl_tasks.protocol.observation import format_prompt, goal_of_prompt
 
 PIECES = ["", " walmart", " target", "s", " a", ".com", '"', " Dell", "ell", "12", " ", " xps"]
 GOAL = 'Search for "Dell XPS 12" on Walmart'
@@ -21,9 +20,9 @@ GOAL = 'Search for "Dell XPS 12" on Walmart'
 def test_goal_of_reads_the_goal_between_the_action_and_the_screen() -> None:
     typed = format_action(type_text("Goal: decoy"))
     prompt = format_prompt(GOAL, [typed], screen="Search [0.1, 0.2]")
-    assert goal_of(prompt) == GOAL
-    assert goal_of(format_prompt("Open the clock")) == "Open the clock"
-    assert goal_of("no marks at all") == "no marks at all"
+    assert goal_of_prompt(prompt) == GOAL
+    assert goal_of_prompt(format_prompt("Open the clock")) == "Open the clock"
+    assert goal_of_prompt("no marks at all") == "no marks at all"
 
 
 def test_words_and_the_unfinished_word() -> None:
