@@ -139,8 +139,9 @@ def _decode(
         lengths = torch.where(live, n_draft + 1, torch.zeros_like(n_draft))
         logits = run.step(tokens, positions, lengths)  # [B, width + 1, V]
         keep = allowed if grammar is None else grammar.allowed[walk]
-        if grammar is not None and typing is not None:
-            # drafts are fixed format, so only a walk's last state can be inside the text
+        if grammar is not None and typing is not None and bool(grammar.in_text[walk].any()):
+            # drafts are fixed format, so only a walk's last state can be inside the text; most
+            # steps have no row there and skip the masks
             keep = restrict(keep, walk, typing.masks(device), grammar.in_text)
         t = temperature[walk][..., None] if isinstance(temperature, torch.Tensor) else temperature
         logp = torch.log_softmax((logits.float() / t).masked_fill(~keep, float("-inf")), dim=-1)

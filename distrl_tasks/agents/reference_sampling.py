@@ -48,7 +48,7 @@ def decode_reference(
             current, encoder_states, attention_mask, cache, use_cache=True, source_ids=source_ids
         )
         keep = allowed if grammar is None else grammar.allowed[state]
-        if grammar is not None and typing is not None:
+        if grammar is not None and typing is not None and bool(grammar.in_text[state].any()):
             keep = restrict(keep, state, typing.masks(device), grammar.in_text)
         t = temperature[state] if isinstance(temperature, torch.Tensor) else temperature
         scaled = logits[:, -1].float() / (t[:, None] if isinstance(t, torch.Tensor) else t)
