@@ -7,13 +7,15 @@ Usage::
 
 For each policy (default: the shipped base), each evaluation (the held-out generated goals of
 both task sets under ``static`` when ``--heldout`` names the directory ``distrl pretrain`` wrote
-them to, ``runs/pretrain/goals``; the first ``--test`` AitW test goals of each task set a
+them to, ``runs/pretrain/goals``, or is ``auto``: the same goals written afresh from the shipped
+base's card seed and ``params.yaml``; the first ``--test`` AitW test goals of each task set a
 policy is for, under each of ``--worlds``), the policy is evaluated greedy twice, with the rule
 off and on; nothing else changes (same farm seed, same goals, same config from ``params.yaml``).
 A policy directory whose name starts with ``sft-general`` or ``sft-webshop`` (the learning
 benchmark's starts) is evaluated on its own task set only. Prints one markdown row per
 evaluation: success, the share of searching TYPE steps that typed exactly the goal's query, and
-each evaluation's wall time (what the rule's per-step masks cost).
+each evaluation's wall time (what the rule's per-step masks cost), then, for the held-out
+evaluations, success per task family off and on (the base card's per-family table).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 
 from distrl_tasks.config import Config, load_config
-from distrl_tasks.stages import eval_any
+from distrl_tasks.stages import eval_any, pretrain
 from distrl_tasks.tasks.base import TASK_SETS
 from distrl_tasks.tasks.taskset import load_goals
 
@@ -71,7 +74,19 @@ def measure(cfg: Config, policy: str, row: dict, on: bool) -> dict:
         "type_steps": res["type_steps"],
         "invalid": res["invalid_rate"],
         "wall_s": time.perf_counter() - began,
+        "per_family": {f: [v["success_rate"], v["episodes"]] for f, v in res["per_family"].items()},
     }
+
+
+def heldout_goals(cfg: Config, heldout: str | None, scratch: Path) -> str | None:
+    """The held-out goals' directory: ``heldout`` itself, or with ``auto`` the goal files
+    ``distrl pretrain`` writes, regenerated under ``scratch`` from the shipped base's card seed
+    (the goal generators are seeded, so these are the goals its card was measured on)."""
+    if heldout != "auto":
+        return heldout
+    seed = int(json.loads((SHIPPED_BASE / "model_card.json").read_text())["seed"])
+    pretrain.write_goal_files(cfg, scratch, seed)
+    return str(scratch / "goals")
 
 
 def _label(policy: str) -> str:
@@ -89,7 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policy", nargs="+", default=[str(SHIPPED_BASE)],
                     help="checkpoint directories (default: the shipped base)")  # fmt: skip
-    ap.add_argument("--heldout", help="directory of <task set>_test.txt held-out goals")
+    ap.add_argument("--heldout", help="directory of <task set>_test.txt held-out goals, or auto")
     ap.add_argument("--test", type=int, default=96, help="first N AitW test goals (0: none)")
     ap.add_argument("--worlds", nargs="+", default=["static", "live"])
     ap.add_argument("--threads", type=int, default=1)
@@ -97,12 +112,14 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     cfg = load_config("params.yaml" if Path("params.yaml").is_file() else None)
+    scratch = tempfile.TemporaryDirectory(prefix="goal-typing-")
+    heldout = heldout_goals(cfg, args.heldout, Path(scratch.name))
     out = []
     print("| policy | evaluation | success off | success on | typed = query off | on | "
           "TYPE steps off / on | wall s off / on |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for policy in args.policy:
-        for row in evaluations(policy, args.heldout, args.test, args.worlds):
+        for row in evaluations(policy, heldout, args.test, args.worlds):
             off, on = measure(cfg, policy, row, False), measure(cfg, policy, row, True)
             out.append({"policy": policy, **row, "off": off, "on": on})
             print(f"| {_label(policy)} | {row['name']} | {_pct(off['success'])} | "
@@ -110,8 +127,15 @@ def main() -> None:
                   f"{_pct(on['typed_query_match'])} | {off['type_steps']} / {on['type_steps']} | "
                   f"{off['wall_s']:.0f} / {on['wall_s']:.0f} |",
                   flush=True)  # fmt: skip
+    for row in (r for r in out if "held-out" in r["name"]):
+        print(f"\n| {_label(row['policy'])}, {row['name']}: family | goals | success off | on |")
+        print("|---|---|---|---|")
+        for family, (off, n) in sorted(row["off"]["per_family"].items()):
+            on = row["on"]["per_family"][family][0]
+            print(f"| {family} | {n} | {_pct(off)} | {_pct(on)} |")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
+    scratch.cleanup()
 
 
 if __name__ == "__main__":

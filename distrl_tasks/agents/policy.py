@@ -481,7 +481,8 @@ def build_policy(
         max_prompt_tokens=cfg.max_prompt_tokens,
         grammar=grammar_for(tokenizer, model.vocab_size) if cfg.constrained_decoding else None,
         decoder=decoder,
-        goal_typing=cfg.goal_typing,
+        # the rule lives on the grammar's text field: free decoding has nothing to narrow
+        goal_typing=cfg.goal_typing and cfg.constrained_decoding,
     )
     parts = cfg.exploration.temperatures(cfg.temperature)
     if any(t != cfg.temperature for t in parts.values()):

@@ -105,9 +105,9 @@ class AgentConfig:
     observation_elements: int = 6  # most elements listed (agent.observation: elements)
     max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
-    # typed text: pieces of two or more letters/digits only if they occur in the goal (needs
-    # constrained_decoding; agents/goal_typing.py)
-    goal_typing: bool = False
+    # with constrained_decoding, every word the policy types is a goal word (agents/goal_typing.py;
+    # like the grammar itself, it has no effect on free decoding or on agent.model: vlm)
+    goal_typing: bool = True
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
     critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input
     critic_text_encoder_path: str = ""  # local model directory (roberta; optional for minilm)
@@ -164,16 +164,6 @@ class AgentConfig:
         _check(self.vlm_lora_rank >= 1, f"{key}.vlm_lora_rank", "must be >= 1")
         _check(self.vlm_lora_alpha >= 1, f"{key}.vlm_lora_alpha", "must be >= 1")
         _check(self.max_prompt_tokens >= 16, f"{key}.max_prompt_tokens", "must be >= 16")
-        _check(
-            not self.goal_typing or self.constrained_decoding,
-            f"{key}.goal_typing",
-            "needs agent.constrained_decoding: true (the rule acts on the grammar's text field)",
-        )
-        _check(
-            not (self.goal_typing and self.model == "vlm"),
-            f"{key}.goal_typing",
-            "acts on the tiny and autoui-base policies' grammar, not on agent.model: vlm",
-        )
         _check(
             self.remote_base_url == "" or self.remote_base_url.startswith(("http://", "https://")),
             f"{key}.remote_base_url",

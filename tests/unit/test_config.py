@@ -54,14 +54,6 @@ def test_ints_are_accepted_for_floats_but_not_the_reverse() -> None:
         ({"sim": 3}, r"sim: expected a mapping"),
         ({"orchestration.eval_devices": 0}, r"orchestration\.eval_devices: must be >= 1"),
         ({"env.prompt_history": -1}, r"env\.prompt_history: must be >= 0"),
-        (
-            {"agent.goal_typing": True, "agent.constrained_decoding": False},
-            r"agent\.goal_typing: needs agent\.constrained_decoding: true",
-        ),
-        (
-            {"agent.goal_typing": True, "agent.model": "vlm", "agent.vlm_base_dir": "/x"},
-            r"agent\.goal_typing: acts on the tiny and autoui-base",
-        ),
         ({"sim.dynamics.profile": "wild"}, r"sim\.dynamics\.profile: must be one of"),
         ({"sim.dynamics.rates.popups": 0.1}, r"unknown key sim\.dynamics\.rates\.popups"),
         ({"sim.dynamics.rates.anr": 1.5}, r"sim\.dynamics\.rates\.anr: rate must be in \[0, 1\]"),

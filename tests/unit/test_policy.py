@@ -17,7 +17,7 @@ from transformers import T5Config
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, build_policy, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer
-from distrl_tasks.config import AgentConfig
+from distrl_tasks.config import AgentConfig, load_config
 from distrl_tasks.protocol.actions import ActionType, format_action, key, tap, type_text
 
 GOALS = Path(__file__).parents[2] / "distrl_tasks" / "tasks" / "aitw" / "general_train.txt"
@@ -235,6 +235,17 @@ def test_build_policy_warns_when_a_tap_does_not_fit_the_budget(
     with caplog.at_level("WARNING", logger="distrl_tasks.agents.policy"):
         build_policy(AgentConfig(max_new_tokens=160, **free))
     assert caplog.text == ""
+
+
+def test_goal_typing_is_on_by_default_and_rides_on_the_grammar() -> None:
+    """agent.goal_typing (default true) narrows the grammar's text field; free decoding and the
+    VLM have no grammar, so the same defaults load for them without the rule."""
+    assert build_policy(AgentConfig(), seed=0).goal_typing is not None
+    assert build_policy(AgentConfig(goal_typing=False), seed=0).goal_typing is None
+    free = build_policy(AgentConfig(constrained_decoding=False), seed=0)
+    assert free.grammar is None and free.goal_typing is None
+    vlm = load_config(None, {"agent.model": "vlm", "agent.vlm_base_dir": "/x"})
+    assert vlm.agent.goal_typing and vlm.agent.model == "vlm"  # validates, nothing to narrow
 
 
 def test_autoui_base_checkpoint_with_sentencepiece(tmp_path: Path) -> None:
