@@ -268,7 +268,11 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     from distrl_tasks.bench.setup import NEUTRAL_NEW_KEYS, STORAGE_KEYS, _cache_view, _digest
 
     smoke = LearningBenchSettings.smoke()
-    base = run_config(smoke, "general", latency=False)
+    default = run_config(smoke, "general", latency=False)
+    # agent.goal_typing's default (on) is a new behaviour: it names new runs, while a config
+    # from before the key (the rule off) keeps the cached runs' key
+    assert _cache_view(default)["agent.goal_typing"] is True
+    base = dataclasses.replace(default, agent=dataclasses.replace(default.agent, goal_typing=False))
     assert base.env.prompt_history == NEUTRAL_NEW_KEYS["env.prompt_history"]
     # The key of a config that predates the new key is the key of the same config today.
     skip = set(NEUTRAL_NEW_KEYS) | STORAGE_KEYS
