@@ -156,6 +156,8 @@ MODE_KEYS: dict[str, str] = {
     "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",
     "orchestration.continuous.learner_process": "orchestration.continuous.replay_ratio",
     "agent.exploration.element_goal_weight": "agent.exploration.element_epsilon",
+    # the rule narrows the grammar's text field (build_policy): free decoding has none
+    "agent.goal_typing": "agent.constrained_decoding",
 }
 
 

@@ -274,6 +274,9 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     assert _cache_view(default)["agent.goal_typing"] is True
     base = dataclasses.replace(default, agent=dataclasses.replace(default.agent, goal_typing=False))
     assert base.env.prompt_history == NEUTRAL_NEW_KEYS["env.prompt_history"]
+    # with free decoding the rule acts on nothing, so the default keeps free-decoding runs' key
+    free = dataclasses.replace(default.agent, constrained_decoding=False)
+    assert "agent.goal_typing" not in _cache_view(dataclasses.replace(default, agent=free))
     # The key of a config that predates the new key is the key of the same config today.
     skip = set(NEUTRAL_NEW_KEYS) | STORAGE_KEYS
     before = {k: v for k, v in base.to_flat_dict().items() if k not in skip}
