@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from distrl_tasks.bench.export import PolicyExport
 from distrl_tasks.bench.profiles import (
     SFT,
     final_checkpoint,
@@ -72,15 +73,22 @@ def final_family_counts(
     sft: Mapping[str, SFTPolicy],
     root: Path,
     *,
+    exports: Mapping[str, PolicyExport] | None = None,
     log: Callable[[str], None] = print,
 ) -> FamilyCounts:
     """Per-family successes of each task set's SFT policy and of every run's final policy on
     the first ``settings.eval_test`` test goals, from the final evaluations (the same
     checkpoint, settings and directory as the run's own, so the evaluate stage's cache
-    answers; what is not cached is evaluated now and logged)."""
+    answers; what is not cached is evaluated now and logged). A policy whose checkpoint is
+    not on this machine is read from its export in ``exports`` (by directory name)."""
     counts: FamilyCounts = {}
+    exports = exports or {}
 
     def measure(key: tuple[str, str], cfg, checkpoint: Path, workdir: Path) -> None:
+        exported = exports.get(workdir.name)
+        if not checkpoint.exists() and exported is not None:
+            counts.setdefault(key, FamilyTally()).add(exported.per_family)
+            return
         m = final_test_evaluation(settings, cfg, checkpoint, workdir)
         if not m.get("reused"):
             log(f"[families] {key[0]} / {key[1]}: evaluated again (its cache was gone)")
@@ -92,6 +100,11 @@ def final_family_counts(
     for r in records:
         cfg = run_config(settings, r.task_set, method=r.method, seed=r.seed, latency=False)
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
+        if workdir.name in exports and not workdir.exists():  # ran on another machine
+            counts.setdefault((r.method, r.task_set), FamilyTally()).add(
+                exports[workdir.name].per_family
+            )
+            continue
         eval_dir = final_eval_dir(r, workdir, sft[r.task_set])
         checkpoint = final_checkpoint(r, workdir, sft[r.task_set])
         measure((r.method, r.task_set), cfg, checkpoint, eval_dir)

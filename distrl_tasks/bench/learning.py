@@ -46,14 +46,30 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from distrl_tasks.bench.describe import describe_settings, machine_info
+from distrl_tasks.bench.export import (
+    PolicyExport,
+    collect_export,
+    machine_label,
+    machines_line,
+    read_export,
+    sft_mismatches,
+    write_export,
+)
 from distrl_tasks.bench.families import family_tables, final_family_counts
-from distrl_tasks.bench.profiles import SFT, evaluate_profiles, profiles_table
+from distrl_tasks.bench.profiles import (
+    SFT,
+    evaluate_profiles,
+    final_checkpoint,
+    final_eval_dir,
+    final_test_evaluation,
+    profiles_table,
+)
 from distrl_tasks.bench.records import RoundPoint, RunRecord
 from distrl_tasks.bench.report import (
     METHOD_LABELS,
@@ -87,9 +103,12 @@ def report_finished(
     workdir: str | os.PathLike = "runs/learning-bench",
     *,
     reference: bool = False,
+    export_dir: str | os.PathLike | None = None,
     log: Callable[[str], None] = print,
 ) -> tuple[str, list[RunRecord]]:
-    """The table of the runs of ``settings`` that finished so far in ``workdir``.
+    """The table of the runs of ``settings`` that finished so far in ``workdir``, joined with
+    the exports in ``export_dir`` (runs and SFT policies finished on other machines; a local
+    run wins).
 
     For a benchmark that was interrupted (or still runs elsewhere): task sets whose SFT
     bootstrap has not finished are left out, runs not finished show as ``–``. No run is started
@@ -103,30 +122,74 @@ def report_finished(
     )
 
     root = Path(workdir).resolve()
-    sft, records = {}, []
+    export_root = Path(export_dir) if export_dir is not None else None
+    sft, records, exports, local = {}, [], {}, 0
     for ts in settings.task_sets:
         cfg = run_config(settings, ts, latency=False)
-        boot = root / f"sft-{ts}-{sft_key(cfg, settings)}" / bootstrap.BOOTSTRAP_DIR
-        if (boot / "manifest.json").is_file():  # its evaluations are cached: nothing runs
-            sft[ts] = bootstrap_sft(settings, ts, root, log=log)
+        name = f"sft-{ts}-{sft_key(cfg, settings)}"
+        if (root / name / bootstrap.BOOTSTRAP_DIR / "manifest.json").is_file():
+            sft[ts] = bootstrap_sft(settings, ts, root, log=log)  # evaluations cached: no run
+        elif (exported := read_export(export_root, name)) is not None:
+            sft[ts], exports[name] = sft_from_export(exported, root), exported
     for ts, seed, method in itertools.product(sft, settings.seeds, settings.methods):
-        path = run_dir(settings, method, ts, seed, sft[ts], root) / RECORD_FILE
-        if path.is_file():
-            records.append(RunRecord.from_dict(json.loads(path.read_text())))
+        directory = run_dir(settings, method, ts, seed, sft[ts], root)
+        exported = read_export(export_root, directory.name)
+        if (directory / RECORD_FILE).is_file():
+            records.append(RunRecord.from_dict(json.loads((directory / RECORD_FILE).read_text())))
+            local += exported is None
+        elif exported is not None:
+            records.append(exported.run_record)
+        if exported is not None:
+            exports[directory.name] = exported
     planned = len(settings.task_sets) * len(settings.seeds) * len(settings.methods)
     sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
     table = results_table(records, sft_cols, settings.methods)
-    log(f"{len(records)} of {planned} runs finished in {root}\n\n{table}\n")
+    where = f"{root}" + (f" and {export_root}" if export_root is not None else "")
+    log(f"{len(records)} of {planned} runs finished in {where}\n\n{table}\n")
     if records:
         log(run_details_table(records, settings.methods) + "\n")
+        log(provenance_note(list(exports.values()), local, sft) + "\n")
     for t in evaluate_targets(records, sft_cols, settings.budget_s):
         log(f"- {t.name}: {t.verdict} ({t.detail})")
     if records:
-        counts = final_family_counts(settings, records, sft, root, log=log)
+        counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
         log("\n" + family_tables(counts, settings.methods, list(sft)))
     if reference and settings.reference_profiles and records:
-        log("\n" + reference_table(settings, records, sft, root, log=log))
+        log("\n" + reference_table(settings, records, sft, root, exports=exports, log=log))
     return table, records
+
+
+def sft_from_export(exported: PolicyExport, root: Path) -> SFTPolicy:
+    """An SFT policy known only from its export: its figures, and the directory it would have
+    here (absent, so the tables read the export)."""
+    workdir = root / exported.name
+    return SFTPolicy(
+        exported.task_set,
+        workdir,
+        workdir / "absent-policy",
+        int(exported.sft.get("steps", 0)),
+        {k: float(v) for k, v in exported.sft.get("success", {}).items()},
+        str(exported.sft.get("tasks_key", "")),
+    )
+
+
+def provenance_note(
+    exports: Sequence[PolicyExport], local: int, sft: Mapping[str, SFTPolicy]
+) -> str:
+    """Which machine ran which runs, and which exported runs started from another SFT
+    checkpoint than the one this machine holds (different CPUs train different weights)."""
+    from distrl_tasks.stages.evaluate import checkpoint_digest  # lazy: torch + pyarrow
+
+    runs = [e for e in exports if e.record is not None]
+    lines = [machines_line(runs, local)]
+    here = {ts: checkpoint_digest(p.policy_dir) for ts, p in sft.items() if p.policy_dir.exists()}
+    mismatched = sft_mismatches(runs, here)
+    if mismatched:
+        lines.append(
+            f"{len(mismatched)} exported runs started from another SFT checkpoint than this "
+            "machine's (the SFT row is this machine's): " + ", ".join(mismatched)
+        )
+    return "\n".join(lines)
 
 
 def reference_table(
@@ -135,12 +198,13 @@ def reference_table(
     sft: dict[str, SFTPolicy],
     root: Path,
     *,
+    exports: Mapping[str, PolicyExport] | None = None,
     log: Callable[[str], None] = print,
 ) -> str:
     """The final policies' test success under the benchmark's world profile and under
-    ``settings.reference_profiles`` (evaluated now unless cached), as markdown."""
+    ``settings.reference_profiles`` (evaluated now unless cached or exported), as markdown."""
     profiles = settings.reference_profiles
-    results = evaluate_profiles(settings, records, sft, root, profiles, log=log)
+    results = evaluate_profiles(settings, records, sft, root, profiles, exports=exports, log=log)
     main: dict[tuple[str, str], list[float]] = {}
     for r in records:
         main.setdefault((r.method, r.task_set), []).append(r.final["test"])
@@ -163,10 +227,12 @@ def run_one(
     sft: SFTPolicy,
     root: Path,
     *,
+    export_dir: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> RunRecord:
     """One (method, task set, seed) run within the budget, then its final evaluation; reused
-    from ``bench_record.json`` when the same settings ran to the end before."""
+    from ``bench_record.json`` when the same settings ran to the end before here, or from its
+    export in ``export_dir`` when they ran to the end on another machine."""
     from distrl_tasks.stages import (
         evaluate,  # lazy: torch + pyarrow
     )
@@ -178,6 +244,13 @@ def run_one(
         log(f"[{name}] finished before: reusing {workdir / RECORD_FILE}")
         cached = RunRecord.from_dict(json.loads((workdir / RECORD_FILE).read_text()))
         return _with_steps(cached, workdir)
+    exported = read_export(export_dir, workdir.name)
+    if exported is not None:
+        log(
+            f"[{name}] finished on {machine_label(exported.machine)} at commit "
+            f"{exported.commit[:10] or '?'}: reusing its export"
+        )
+        return exported.run_record
     shutil.rmtree(workdir, ignore_errors=True)  # a half run would skew the clock: start over
     new_project(workdir)
     seed_registry(cfg, workdir, sft)
@@ -231,6 +304,7 @@ def run_one(
         collections=collections,
         wall_s=wall,
         eval_wall_s=time.perf_counter() - t_eval,
+        machine=machine_info(),
     )
     (workdir / RECORD_FILE).write_text(json.dumps(record.to_dict(), indent=2) + "\n")
     # the reference evaluations read only the final policy; the registry keeps every round's
@@ -241,6 +315,75 @@ def run_one(
         f"rounds {wall:.0f} s + final evaluation {record.eval_wall_s:.0f} s"
     )
     return record
+
+
+def run_export(
+    settings: LearningBenchSettings, record: RunRecord, sft: SFTPolicy, root: Path
+) -> PolicyExport:
+    """A finished run's export (its final evaluations are cached: the reference profiles'
+    are evaluated now if they were not yet)."""
+    workdir = run_dir(settings, record.method, record.task_set, record.seed, sft, root)
+    checkpoint = final_checkpoint(record, workdir, sft)
+
+    def test_evaluation(profile: str | None) -> dict[str, Any]:
+        cfg = run_config(
+            settings,
+            record.task_set,
+            method=record.method,
+            seed=record.seed,
+            latency=False,
+            dynamics=profile,
+        )
+        return final_test_evaluation(
+            settings, cfg, checkpoint, final_eval_dir(record, workdir, sft)
+        )
+
+    return collect_export(
+        name=workdir.name,
+        task_set=record.task_set,
+        checkpoint=checkpoint,
+        sft_checkpoint=sft.policy_dir,
+        test_evaluation=test_evaluation,
+        profiles=settings.reference_profiles,
+        record=record,
+        machine=record.machine or None,
+    )
+
+
+def sft_export(settings: LearningBenchSettings, sft: SFTPolicy) -> PolicyExport:
+    """A task set's SFT policy's export: its evaluations, steps and per-round task list."""
+
+    def test_evaluation(profile: str | None) -> dict[str, Any]:
+        cfg = run_config(settings, sft.task_set, latency=False, dynamics=profile)
+        return final_test_evaluation(settings, cfg, sft.policy_dir, sft.workdir)
+
+    return collect_export(
+        name=sft.workdir.name,
+        task_set=sft.task_set,
+        checkpoint=sft.policy_dir,
+        sft_checkpoint=sft.policy_dir,
+        test_evaluation=test_evaluation,
+        profiles=settings.reference_profiles,
+        sft={"steps": sft.steps, "success": sft.success, "tasks_key": sft.tasks_key},
+    )
+
+
+def _export_missing(
+    export_dir: Path | None,
+    name: str,
+    make: Callable[[], PolicyExport],
+    exports: dict[str, PolicyExport],
+    log: Callable[[str], None],
+) -> None:
+    """Write the export ``name`` unless it exists (an existing one is read into ``exports``:
+    an SFT export stays the policy the exported runs started from)."""
+    if export_dir is None:
+        return
+    exported = read_export(export_dir, name)
+    if exported is None:
+        exported = make()
+        log(f"[export] {write_export(export_dir, exported)}")
+    exports[name] = exported
 
 
 def _point(r: Any) -> RoundPoint:
@@ -289,10 +432,15 @@ def run_benchmark(
     plots_dir: str | os.PathLike = "benchmarks/plots",
     command: str = "distrl bench learning",
     fresh: bool = False,
+    export_dir: str | os.PathLike | None = None,
     log: Callable[[str], None] = print,
 ) -> BenchResult:
     """Run the benchmark; write plots, MLflow runs and (unless ``results_file`` is None) the
-    RESULTS.md section. Returns the records, the table and where everything went."""
+    RESULTS.md section. Returns the records, the table and where everything went.
+
+    With ``export_dir``, each SFT policy and finished run also gets a portable export there
+    (``bench.export``), and a run exported there before, on any machine, is not run again.
+    """
     import torch
 
     from distrl_tasks.tracking.runs import KIND_TAG, Tracker  # lazy: mlflow + pyarrow
@@ -311,7 +459,13 @@ def run_benchmark(
     try:
         parent.log_params(settings.as_params())
         sft = {ts: bootstrap_sft(settings, ts, root, log=log) for ts in settings.task_sets}
-        records = []
+        exports: dict[str, PolicyExport] = {}
+        export_root = Path(export_dir) if export_dir is not None else None
+        for p in sft.values():
+            _export_missing(
+                export_root, p.workdir.name, lambda p=p: sft_export(settings, p), exports, log
+            )
+        records, local = [], 0
         # seed by seed: an interrupted benchmark holds every method for the seeds it finished
         for ts, seed, method in itertools.product(
             settings.task_sets, settings.seeds, settings.methods
@@ -319,17 +473,34 @@ def run_benchmark(
             tags = {KIND_TAG: "bench-run", "method": method, "task_set": ts}
             params = {"method": method, "task_set": ts, "seed": seed, **settings.as_params()}
             with parent.stage_run(f"{method}-{ts}-s{seed}", params=params, tags=tags) as child:
-                record = run_one(settings, method, ts, seed, sft[ts], root, log=log)
+                record = run_one(
+                    settings, method, ts, seed, sft[ts], root, export_dir=export_root, log=log
+                )
                 _log_record(child, record)
             records.append(record)
+            workdir = run_dir(settings, method, ts, seed, sft[ts], root)
+            if workdir.exists():
+                _export_missing(
+                    export_root,
+                    workdir.name,
+                    lambda r=record, p=sft[ts]: run_export(settings, r, p, root),
+                    exports,
+                    log,
+                )
+                local += export_root is None
+            else:
+                exports[workdir.name] = read_export(export_root, workdir.name)
         sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
         table = results_table(records, sft_cols, settings.methods)
         targets = evaluate_targets(records, sft_cols, settings.budget_s)
         details = run_details_table(records, settings.methods)
-        counts = final_family_counts(settings, records, sft, root, log=log)
+        details += "\n\n" + provenance_note(list(exports.values()), local, sft)
+        counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
         details += "\n\n" + family_tables(counts, settings.methods, list(sft))
         if settings.reference_profiles:
-            details += "\n\n" + reference_table(settings, records, sft, root, log=log)
+            details += "\n\n" + reference_table(
+                settings, records, sft, root, exports=exports, log=log
+            )
         round_sft = {ts: p.success["round"] for ts, p in sft.items()}
         plots = plot_curves(records, round_sft, settings.methods, plots_dir, settings.budget_s)
         wall = time.perf_counter() - started

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks.bench.export import PolicyExport
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, format_cell
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
@@ -65,13 +66,24 @@ def evaluate_profiles(
     root: Path,
     profiles: Sequence[str],
     *,
+    exports: Mapping[str, PolicyExport] | None = None,
     log: Callable[[str], None] = print,
 ) -> ProfileResults:
     """Evaluate every finished run's final policy, and each task set's SFT policy, under each
-    of ``profiles`` on the first ``settings.eval_test`` test goals (greedy, latency off)."""
+    of ``profiles`` on the first ``settings.eval_test`` test goals (greedy, latency off). A
+    policy that is not on this machine is read from its export in ``exports`` (by directory
+    name); a profile its export lacks is left out and logged."""
     results: ProfileResults = {}
+    exports = exports or {}
 
     def measure(key: tuple[str, str, str], checkpoint: Path, workdir: Path, cfg) -> None:
+        exported = exports.get(workdir.name)
+        if not checkpoint.exists() and exported is not None:
+            if key[2] in exported.profiles:
+                results.setdefault(key, []).append(exported.profiles[key[2]])
+            else:
+                log(f"[{key[2]}] {key[0]} / {key[1]}: not in the export of {workdir.name}")
+            return
         m = final_test_evaluation(settings, cfg, checkpoint, workdir)
         results.setdefault(key, []).append(float(m["success_rate"]))
         cached = ", cached" if m.get("reused") else ""
@@ -82,6 +94,9 @@ def evaluate_profiles(
         measure((SFT, ts, profile), sft[ts].policy_dir, sft[ts].workdir, cfg)
     for profile, r in itertools.product(profiles, records):
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
+        if workdir.name in exports and not workdir.exists():  # ran on another machine
+            measure((r.method, r.task_set, profile), workdir / "absent", workdir, None)
+            continue
         checkpoint = final_checkpoint(r, workdir, sft[r.task_set])
         cfg = run_config(
             settings, r.task_set, method=r.method, seed=r.seed, latency=False, dynamics=profile

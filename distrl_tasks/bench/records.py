@@ -44,6 +44,9 @@ class RunRecord:
     collections: list[tuple[float, int]] = field(default_factory=list)  # (finished_s, trajs)
     wall_s: float = 0.0  # the rounds' wall time, overshoot past the budget included
     eval_wall_s: float = 0.0  # final evaluations (not part of the budget)
+    # bench.describe.machine_info() of the machine that ran it ({}: written before it was kept);
+    # a wall-clock budget buys different work on different CPUs
+    machine: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

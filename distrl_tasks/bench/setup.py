@@ -335,8 +335,17 @@ def run_dir(
     sft: SFTPolicy,
     root: Path,
 ) -> Path:
-    """The project directory of one run, named by a hash of everything that shapes its result."""
+    """The project directory of one run, named by a hash of everything that shapes its result.
+
+    The hash holds the SFT policy's directory name, not its path, so every machine names a run
+    alike (its export, ``bench.export``, carries the name). A run cached under the older name,
+    which hashed the absolute path, is renamed to this one.
+    """
     cfg = run_config(settings, task_set, method=method, seed=seed)
     evals = (settings.budget_s, settings.eval_test, settings.eval_train)
-    key = _digest([_cache_view(cfg), *evals, str(sft.workdir)])
-    return root / f"{task_set}-{method}-s{seed}-{key}"
+    view = _cache_view(cfg)
+    path = root / f"{task_set}-{method}-s{seed}-{_digest([view, *evals, sft.workdir.name])}"
+    legacy = root / f"{task_set}-{method}-s{seed}-{_digest([view, *evals, str(sft.workdir)])}"
+    if legacy.is_dir() and not path.exists():
+        legacy.rename(path)
+    return path

@@ -63,6 +63,15 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fresh", action="store_true", help="discard cached runs in --workdir and start over"
     )
+    p.add_argument(
+        "--export-dir",
+        help="where each finished run's portable result is written and read, to commit: a run "
+        "exported there is not run again, on any machine (default benchmarks/learning_runs; "
+        "none with --smoke)",
+    )
+    p.add_argument(
+        "--no-export", action="store_true", help="neither read nor write run exports"
+    )
     add_config_flags(p)  # --config, --set: applied to every run
 
 
@@ -104,6 +113,16 @@ def settings_from_args(args: argparse.Namespace):
         raise ConfigError(str(exc)) from exc
 
 
+def export_dir_from_args(args: argparse.Namespace) -> str | None:
+    """Where run exports go: ``--export-dir``, else the default one, except with
+    ``--no-export`` or (unless named) ``--smoke``, whose numbers mean nothing."""
+    from distrl_tasks.bench.export import DEFAULT_EXPORT_DIR  # lazy: CLI start-up
+
+    if args.no_export:
+        return None
+    return args.export_dir or (None if args.smoke else DEFAULT_EXPORT_DIR)
+
+
 def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     """Run the benchmark the parsed flags describe; prints progress and the table."""
     from distrl_tasks.bench.learning import (
@@ -112,17 +131,20 @@ def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     )  # lazy: only this command needs it (CLI start-up)
 
     settings = settings_from_args(args)
+    export_dir = export_dir_from_args(args)
     if args.finished_only:
         report_finished(
             settings,
             args.workdir,
             reference=args.with_reference,
+            export_dir=export_dir,
             log=lambda line: print(line, flush=True),
         )
         return 0
     run_benchmark(
         settings,
         workdir=args.workdir,
+        export_dir=export_dir,
         results_file=None if args.no_results else args.results_file,
         plots_dir=args.plots_dir,
         command=command or shlex.join(["distrl", *sys.argv[1:]]),

@@ -46,6 +46,7 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
         results_file=results,
         plots_dir=tmp_path / "plots",
         command="distrl bench learning --smoke",
+        export_dir=tmp_path / "exports",
         log=lines.append,
     )
     started = time.perf_counter()
@@ -139,6 +140,28 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert solved == pytest.approx([goals * f for f in finals]), total
     assert out.section.count("| General family (goals) |") == 1  # in the RESULTS section too
     assert report_finished(settings, tmp_path / "nothing-here", log=lines.append)[1] == []
+
+    # the exports: one per SFT policy and run; on a machine without the run directories they
+    # give the same tables, with nothing evaluated or run
+    exported = sorted(p.stem for p in (tmp_path / "exports").glob("*.json"))
+    runs = [
+        run_dir(settings, r.method, "general", 0, out.sft["general"], tmp_path / "bench").name
+        for r in out.records
+    ]
+    assert exported == sorted([out.sft["general"].workdir.name, *runs])
+    lines.clear()
+    elsewhere = tmp_path / "another-machine"
+    table, records = report_finished(
+        settings, elsewhere, export_dir=tmp_path / "exports", log=lines.append
+    )
+    assert table == out.table and [r.to_dict() for r in records] == [
+        r.to_dict() for r in out.records
+    ]
+    assert not elsewhere.exists() or not any(elsewhere.iterdir())
+    printed = "\n".join(lines).splitlines()
+    assert not any(line.startswith("[families]") for line in printed)
+    assert total in printed  # the per-family totals, from the exports
+    assert any(line.startswith("Runs per machine: ") and ": 3" in line for line in printed)
 
     # the reference evaluations: the same final policies under another world profile
     ref = dataclasses.replace(settings, reference_profiles=("static",))

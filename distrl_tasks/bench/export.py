@@ -1,0 +1,182 @@
+"""A learning-benchmark result that outlives its machine: one small JSON file per policy.
+
+A run's directory (checkpoints, shards, registry, evaluation caches) is hundreds of MB and stays
+on the machine that ran it, while the full benchmark takes more hours than one machine is kept:
+its parts were lost between machines. So :func:`~distrl_tasks.bench.learning.run_benchmark` also
+writes, for each task set's SFT policy and each finished run, what the tables need into a file
+meant to be committed (``benchmarks/learning_runs/`` by default): the run's record, the machine
+and commit that ran it, the digests of the evaluated and the SFT checkpoints, the per-family
+summary of the final test evaluation and the reference-profile evaluations. A file is named by
+the run's cache key, which holds no absolute path, so another machine computes the same name.
+
+The tables join the exports with the local cache (a local run wins). A run found only as an
+export is not run again; where the SFT policy re-trained on this machine is not the one an
+exported run started from (CPU kernels differ between machines), the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distrl_tasks.bench.records import RunRecord
+from distrl_tasks.protocol.files import atomic_write_json
+
+EXPORT_FORMAT = 1
+DEFAULT_EXPORT_DIR = "benchmarks/learning_runs"
+
+
+class ExportError(ValueError):
+    """An export file that cannot be read (the message names it)."""
+
+
+@dataclass
+class PolicyExport:
+    """What the benchmark's tables read from one policy: an SFT policy or a run's final one."""
+
+    name: (
+        str  # the cache directory's name: sft-<task set>-<key> or <task set>-<method>-s<seed>-<key>
+    )
+    task_set: str
+    checkpoint: str  # digest of the evaluated checkpoint (evaluate.checkpoint_digest)
+    sft_checkpoint: str  # digest of the SFT checkpoint the run started from (its own for SFT)
+    per_family: dict[str, Any]  # the final test evaluation's per-family summary
+    profiles: dict[str, float]  # reference world profile -> test success
+    machine: dict[str, Any]  # bench.describe.machine_info() of the machine that ran it
+    commit: str  # git commit of the code that ran it ("" outside a git checkout)
+    record: dict[str, Any] | None = None  # the run's RunRecord (None for an SFT policy)
+    sft: dict[str, Any] = field(default_factory=dict)  # SFT only: steps, success, tasks_key
+    format: int = EXPORT_FORMAT
+
+    @property
+    def run_record(self) -> RunRecord:
+        """The run's record.
+
+        Raises:
+            ExportError: an SFT policy's export (it has no run record).
+        """
+        if self.record is None:
+            raise ExportError(f"{self.name}: an SFT export has no run record")
+        return RunRecord.from_dict(self.record)
+
+
+def export_path(export_dir: Path, name: str) -> Path:
+    return Path(export_dir) / f"{name}.json"
+
+
+def read_export(export_dir: Path | None, name: str) -> PolicyExport | None:
+    """The export named ``name`` in ``export_dir`` (None if there is none).
+
+    Raises:
+        ExportError: the file exists but is not a readable export of this format.
+    """
+    if export_dir is None:
+        return None
+    path = export_path(export_dir, name)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if data.get("format") != EXPORT_FORMAT:
+            raise ExportError(f"format {data.get('format')!r}, expected {EXPORT_FORMAT}")
+        export = PolicyExport(**data)
+        if export.record is not None:
+            export.run_record  # noqa: B018 - a record that does not parse fails here, named
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ExportError) as exc:
+        raise ExportError(f"benchmark export {path} is unreadable: {exc}") from exc
+    return export
+
+
+def write_export(export_dir: Path, export: PolicyExport) -> Path:
+    """Write ``export`` atomically (a half-written file never replaces a good one)."""
+    path = export_path(export_dir, export.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, asdict(export), sort_keys=True)
+    return path
+
+
+def current_commit() -> str:
+    """The git commit of the working directory's checkout ("" where there is none)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+def machine_label(machine: Mapping[str, Any]) -> str:
+    """``"<cpu> x<cores>"``: the machine a figure came from, short enough for a table note."""
+    return f"{machine.get('cpu', 'unknown CPU')} x{machine.get('nproc', '?')}"
+
+
+def machines_line(exports: Sequence[PolicyExport], local: int = 0) -> str:
+    """One line: how many runs each machine ran (``local`` runs without an export: this one's)."""
+    counts: dict[str, int] = {}
+    for e in exports:
+        counts[machine_label(e.machine)] = counts.get(machine_label(e.machine), 0) + 1
+    parts = [f"{label}: {n}" for label, n in sorted(counts.items())]
+    if local:
+        parts.append(f"this machine, not exported: {local}")
+    return "Runs per machine: " + ("; ".join(parts) if parts else "none")
+
+
+def sft_mismatches(exports: Sequence[PolicyExport], sft_digests: Mapping[str, str]) -> list[str]:
+    """The exported runs that started from another SFT checkpoint than this machine's, as
+    ``name (from <digest>)`` lines (empty: every run started from the same policy)."""
+    return [
+        f"{e.name} (SFT {e.sft_checkpoint}, here {sft_digests[e.task_set]})"
+        for e in exports
+        if e.record is not None
+        and e.task_set in sft_digests
+        and e.sft_checkpoint != sft_digests[e.task_set]
+    ]
+
+
+def collect_export(
+    *,
+    name: str,
+    task_set: str,
+    checkpoint: Path,
+    sft_checkpoint: Path,
+    test_evaluation: Callable[[str | None], Mapping[str, Any]],
+    profiles: Sequence[str],
+    record: RunRecord | None = None,
+    sft: Mapping[str, Any] | None = None,
+    machine: Mapping[str, Any] | None = None,
+) -> PolicyExport:
+    """Gather a policy's export from its evaluations.
+
+    Args:
+        name: the cache directory's name.
+        task_set: the task set.
+        checkpoint: the evaluated checkpoint.
+        sft_checkpoint: the SFT checkpoint the run started from (``checkpoint`` for SFT).
+        test_evaluation: the evaluate stage's manifest of the final test evaluation under a
+            world profile (None: the benchmark's own); cached evaluations answer at once.
+        profiles: the reference profiles.
+        record: the run's record (None for an SFT policy).
+        sft: for an SFT policy, its steps, success and tasks key.
+        machine: the machine that ran it (None: this one).
+    """
+    from distrl_tasks.bench.describe import machine_info
+    from distrl_tasks.stages.evaluate import checkpoint_digest  # lazy: torch + pyarrow
+
+    main = test_evaluation(None)
+    return PolicyExport(
+        name=name,
+        task_set=task_set,
+        checkpoint=checkpoint_digest(checkpoint),
+        sft_checkpoint=checkpoint_digest(sft_checkpoint),
+        per_family=dict(main["per_family"]),
+        profiles={p: float(test_evaluation(p)["success_rate"]) for p in profiles},
+        machine=dict(machine) if machine else machine_info(),
+        commit=current_commit(),
+        record=record.to_dict() if record is not None else None,
+        sft=dict(sft or {}),
+    )
