@@ -26,6 +26,9 @@ the parent holds the artifacts.
 Finished runs are cached per run directory (named by a hash of its settings): an interrupted
 benchmark resumes; ``fresh=True`` starts over (do that after changing the code). Runs go seed by
 seed (every method at seed 0, then at seed 1, ...), so a partial benchmark compares the methods.
+With an export directory (the CLI's default ``benchmarks/learning_runs``), each SFT policy and
+finished run also leaves a small committed export (:mod:`distrl_tasks.bench.export`), so parts
+run on different machines join, and the report says which CPU ran which run.
 
 Duration on the 2-core machine (measured 2026-11-24, fast decoder, evaluations on up to 32
 devices). Smoke preset (DistRL, DigiRL, Filtered BC): ~2 min. Full preset (5 methods with GRPO

@@ -69,9 +69,7 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         "exported there is not run again, on any machine (default benchmarks/learning_runs; "
         "none with --smoke)",
     )
-    p.add_argument(
-        "--no-export", action="store_true", help="neither read nor write run exports"
-    )
+    p.add_argument("--no-export", action="store_true", help="neither read nor write run exports")
     add_config_flags(p)  # --config, --set: applied to every run
 
 
