@@ -91,6 +91,24 @@ def read_export(export_dir: Path | None, name: str) -> PolicyExport | None:
     return export
 
 
+def exported_elsewhere(
+    exports: Mapping[str, PolicyExport], workdir: Path, checkpoint: Path | None = None
+) -> PolicyExport | None:
+    """The export of the policy in ``workdir`` when that policy is not on this machine.
+
+    A policy here wins over its export: it is measured, not read. "Here" means ``checkpoint``
+    exists, or, without one, ``workdir`` does (a run's directory holds its checkpoints).
+
+    Returns:
+        The export named ``workdir.name``, or None when there is none or the policy is here.
+    """
+    exported = exports.get(workdir.name)
+    if exported is None:
+        return None
+    here = checkpoint.exists() if checkpoint is not None else workdir.exists()
+    return None if here else exported
+
+
 def write_export(export_dir: Path, export: PolicyExport) -> Path:
     """Write ``export`` atomically (a half-written file never replaces a good one)."""
     path = export_path(export_dir, export.name)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from distrl_tasks.bench.export import PolicyExport
+from distrl_tasks.bench.export import PolicyExport, exported_elsewhere
 from distrl_tasks.bench.profiles import (
     SFT,
     final_checkpoint,
@@ -84,27 +84,27 @@ def final_family_counts(
     counts: FamilyCounts = {}
     exports = exports or {}
 
+    def add(key: tuple[str, str], per_family: Mapping[str, Mapping]) -> None:
+        counts.setdefault(key, FamilyTally()).add(per_family)
+
     def measure(key: tuple[str, str], cfg, checkpoint: Path, workdir: Path) -> None:
-        exported = exports.get(workdir.name)
-        if not checkpoint.exists() and exported is not None:
-            counts.setdefault(key, FamilyTally()).add(exported.per_family)
-            return
         m = final_test_evaluation(settings, cfg, checkpoint, workdir)
         if not m.get("reused"):
             log(f"[families] {key[0]} / {key[1]}: evaluated again (its cache was gone)")
-        counts.setdefault(key, FamilyTally()).add(m["per_family"])
+        add(key, m["per_family"])
 
     for ts, policy in sft.items():
+        if exported := exported_elsewhere(exports, policy.workdir, policy.policy_dir):
+            add((SFT, ts), exported.per_family)
+            continue
         cfg = run_config(settings, ts, latency=False)
         measure((SFT, ts), cfg, policy.policy_dir, policy.workdir)
     for r in records:
-        cfg = run_config(settings, r.task_set, method=r.method, seed=r.seed, latency=False)
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
-        if workdir.name in exports and not workdir.exists():  # ran on another machine
-            counts.setdefault((r.method, r.task_set), FamilyTally()).add(
-                exports[workdir.name].per_family
-            )
+        if exported := exported_elsewhere(exports, workdir):  # ran on another machine
+            add((r.method, r.task_set), exported.per_family)
             continue
+        cfg = run_config(settings, r.task_set, method=r.method, seed=r.seed, latency=False)
         eval_dir = final_eval_dir(r, workdir, sft[r.task_set])
         checkpoint = final_checkpoint(r, workdir, sft[r.task_set])
         measure((r.method, r.task_set), cfg, checkpoint, eval_dir)

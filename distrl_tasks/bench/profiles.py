@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.bench.export import PolicyExport
+from distrl_tasks.bench.export import PolicyExport, exported_elsewhere
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, format_cell
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
@@ -76,26 +76,28 @@ def evaluate_profiles(
     results: ProfileResults = {}
     exports = exports or {}
 
+    def read(key: tuple[str, str, str], exported: PolicyExport) -> None:
+        if key[2] in exported.profiles:
+            results.setdefault(key, []).append(exported.profiles[key[2]])
+        else:
+            log(f"[{key[2]}] {key[0]} / {key[1]}: not in the export of {exported.name}")
+
     def measure(key: tuple[str, str, str], checkpoint: Path, workdir: Path, cfg) -> None:
-        exported = exports.get(workdir.name)
-        if not checkpoint.exists() and exported is not None:
-            if key[2] in exported.profiles:
-                results.setdefault(key, []).append(exported.profiles[key[2]])
-            else:
-                log(f"[{key[2]}] {key[0]} / {key[1]}: not in the export of {workdir.name}")
-            return
         m = final_test_evaluation(settings, cfg, checkpoint, workdir)
         results.setdefault(key, []).append(float(m["success_rate"]))
         cached = ", cached" if m.get("reused") else ""
         log(f"[{key[2]}] {key[0]} / {key[1]}: test {m['success_rate']:.1%}{cached}")
 
     for profile, ts in itertools.product(profiles, sft):
+        if exported := exported_elsewhere(exports, sft[ts].workdir, sft[ts].policy_dir):
+            read((SFT, ts, profile), exported)
+            continue
         cfg = run_config(settings, ts, latency=False, dynamics=profile)
         measure((SFT, ts, profile), sft[ts].policy_dir, sft[ts].workdir, cfg)
     for profile, r in itertools.product(profiles, records):
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
-        if workdir.name in exports and not workdir.exists():  # ran on another machine
-            measure((r.method, r.task_set, profile), workdir / "absent", workdir, None)
+        if exported := exported_elsewhere(exports, workdir):  # ran on another machine
+            read((r.method, r.task_set, profile), exported)
             continue
         checkpoint = final_checkpoint(r, workdir, sft[r.task_set])
         cfg = run_config(

@@ -45,6 +45,25 @@ def an_export(name: str, record: RunRecord | None, machine=INTEL, sft="aa") -> e
     )
 
 
+def test_an_export_stands_in_only_for_a_policy_that_is_not_here(tmp_path: Path) -> None:
+    run = an_export("general-distrl-s0-abc", a_record())
+    sft = an_export("sft-general-k", None)
+    exports = {run.name: run, sft.name: sft}
+    run_dir_, sft_dir = tmp_path / run.name, tmp_path / sft.name
+    # Nothing here: both are read from their exports.
+    assert ex.exported_elsewhere(exports, run_dir_) is run
+    assert ex.exported_elsewhere(exports, sft_dir, sft_dir / "policy") is sft
+    # A run directory here wins over the export; so does an SFT checkpoint here.
+    run_dir_.mkdir()
+    assert ex.exported_elsewhere(exports, run_dir_) is None
+    (sft_dir / "policy").mkdir(parents=True)
+    assert ex.exported_elsewhere(exports, sft_dir, sft_dir / "policy") is None
+    # An SFT directory without its checkpoint is not the policy: the export stands in.
+    assert ex.exported_elsewhere(exports, sft_dir, sft_dir / "gone") is sft
+    # A policy with no export is never stood in for.
+    assert ex.exported_elsewhere(exports, tmp_path / "general-grpo-s0-abc") is None
+
+
 def test_an_export_round_trips_and_its_record_parses(tmp_path: Path) -> None:
     exported = an_export("general-distrl-s0-abc", a_record())
     path = ex.write_export(tmp_path / "exports", exported)
