@@ -1,9 +1,9 @@
-"""The learning benchmark (Table 1 on the simulator): DistRL (asynchronous) vs DigiRL and
-Filtered BC (synchronous), same SFT policy, devices and wall-clock budget; 3 seeds.
+"""The learning benchmark (Table 1 on the simulator): DistRL, GRPO, GiGPO (asynchronous) vs DigiRL
+and Filtered BC (synchronous), same SFT policy, devices and wall-clock budget; 3 seeds.
 
 Usage::
 
-    .venv/bin/python benchmarks/learning.py              # the full preset (~2 h; see README)
+    .venv/bin/python benchmarks/learning.py              # the full preset (~9 h; docs/running.md)
     .venv/bin/python benchmarks/learning.py --smoke      # tiny settings: checks the machinery
     .venv/bin/python benchmarks/learning.py --budget-s 300 --seeds 1 --task-sets general
 

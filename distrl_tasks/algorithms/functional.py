@@ -1,6 +1,6 @@
 """Pure tensor functions for RL targets: returns, V-trace, Retrace and (re-exported) advantages.
 
-Conventions (the ⟂ contract of ARCHITECTURE.md §3):
+Conventions (the RL-math contract in docs/architecture.md, "Contracts"):
 
 * Tensors are batch-first: ``[B, T]`` for per-step quantities, ``[B]`` for per-trajectory ones.
 * ``discounts[b, t] = gamma * (1 - done[b, t])`` (see :func:`discounts_from_dones`): a zero

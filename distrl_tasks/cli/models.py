@@ -1,7 +1,7 @@
 """`distrl pretrain` (build the base policy) and `distrl eval` (evaluate any policy).
 
 `pretrain` prints the model card as one JSON line on stdout, like the stage commands; progress
-bars go to stderr. `eval` prints its table on stdout (ARCHITECTURE.md §3).
+bars go to stderr. `eval` prints its table on stdout (docs/architecture.md, "Contracts").
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ lowers that bound; 2 is the classic overlap of one round ahead). ``rounds`` coun
 rounds.
 
 Continuous mode (``orchestration.continuous.replay_ratio > 0`` with asynchronous collection,
-:mod:`distrl_tasks.orchestration.continuous`) runs the online phase as one continuous round:
+:mod:`distrl_tasks.orchestration.actor_learner`) runs the online phase as one continuous round:
 the learner trains while the actors collect, publishing a policy version every ``K`` updates,
 and the actors take the newest version between episodes under the staleness bound.
 

@@ -1,4 +1,4 @@
-"""`distrl eval`: any policy on any goals, oracle-judged (ARCHITECTURE.md §3 contract).
+"""`distrl eval`: any policy on any goals, oracle-judged (contract: docs/architecture.md).
 
 A policy reference (REF) is a checkpoint directory, ``expert`` (the scripted expert, no
 mistakes), ``random``, or a registry alias or version (``champion``, ``behavior``, ``3``). Goals
