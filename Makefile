@@ -81,6 +81,11 @@ lint: install-dev
 format: install-dev
 	$(BIN)/ruff check --fix . && $(BIN)/ruff format .
 
+## docs: regenerate docs/config.md from the config's field comments (a unit test checks it)
+.PHONY: docs
+docs: install
+	$(BIN)/python -m distrl_tasks.config.reference > docs/config.md
+
 ## bench: the simulator throughput benchmark (prints its figures)
 bench: install
 	$(BIN)/python benchmarks/sim_throughput.py
