@@ -175,6 +175,17 @@ def test_config_reference_documents_every_key() -> None:
     assert not undocumented, f"fields without a comment in the config modules: {undocumented}"
 
 
+def test_architecture_states_the_current_shard_schema() -> None:
+    """The data contract in docs/architecture.md is the table ``schema_markdown`` renders."""
+    schema = pytest.importorskip("distrl_tasks.data.schema")
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").replace("\\|", "|")
+    rows = [line for line in schema.schema_markdown(1408).split("\n") if line.startswith("| `")]
+    missing = [row for row in rows if row not in page.split("\n")]
+    assert rows and not missing, "docs/architecture.md: shard columns out of date:\n" + "\n".join(
+        missing
+    )
+
+
 @pytest.mark.parametrize("path", _markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(path: Path) -> None:
     problems = broken_links(path)
@@ -207,7 +218,7 @@ def test_markdown_files_cited_in_the_package_exist() -> None:
 
 
 def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
-    """Each checker flags a planted fault in a small copy of the layout (so a pass means something)."""
+    """Each checker flags a planted fault in a small copy of the layout: a pass means something."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "distrl_tasks" / "stages").mkdir(parents=True)
     (tmp_path / "distrl_tasks" / "stages" / "collect.py").write_text("")
