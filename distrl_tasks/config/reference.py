@@ -47,8 +47,9 @@ def _cell(text: str) -> str:
 
 
 @functools.cache
-def _field_docs(cls: type) -> dict[str, str]:
-    """Field name -> the comments on the field's lines and the comment lines right above it."""
+def _field_docs(cls: type) -> dict[str, tuple[str, str]]:
+    """Field name -> (its annotation as written, the comments on the field's lines and the
+    comment lines right above it)."""
     source = textwrap.dedent(inspect.getsource(cls))
     comments: dict[int, str] = {}
     comment_only: set[int] = set()
@@ -60,7 +61,7 @@ def _field_docs(cls: type) -> dict[str, str]:
                 comment_only.add(line)
     class_node = ast.parse(source).body[0]
     assert isinstance(class_node, ast.ClassDef)
-    docs: dict[str, str] = {}
+    docs: dict[str, tuple[str, str]] = {}
     for node in class_node.body:
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
             continue
@@ -71,7 +72,7 @@ def _field_docs(cls: type) -> dict[str, str]:
             line -= 1
         end = node.end_lineno or node.lineno
         trailing = [comments[n] for n in range(node.lineno, end + 1) if n in comments]
-        docs[node.target.id] = " ".join(above + trailing)
+        docs[node.target.id] = (ast.unparse(node.annotation), " ".join(above + trailing))
     return docs
 
 
@@ -111,12 +112,11 @@ def _section(cls: type, key: str, out: list[str]) -> None:
         dotted = f"{key}.{f.name}"
         if dataclasses.is_dataclass(value):
             nested.append((type(value), dotted))
-            rows.append(f"| `{dotted}` | section | see below | {_cell(docs.get(f.name, ''))} |")
+            rows.append(f"| `{dotted}` | section | see below | {_cell(docs[f.name][1])} |")
             continue
-        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        kind, doc = docs[f.name]
         rows.append(
-            f"| `{dotted}` | `{_cell(kind)}` | {_cell(_format_default(value))} "
-            f"| {_cell(docs.get(f.name, ''))} |"
+            f"| `{dotted}` | `{_cell(kind)}` | {_cell(_format_default(value))} | {_cell(doc)} |"
         )
     out += [*rows, ""]
     for sub_cls, sub_key in nested:
