@@ -9,6 +9,13 @@ and commit that ran it, the digests of the evaluated and the SFT checkpoints, th
 summary of the final test evaluation and the reference-profile evaluations. A file is named by
 the run's cache key, which holds no absolute path, so another machine computes the same name.
 
+An export also records its overrides: what its settings changed from the benchmark's defaults
+(:func:`~distrl_tasks.bench.setup.run_overrides`), by which the tables keep an ablation's runs
+in rows of their own. Exports written before that have none (``overrides`` None): read under
+the name the invocation's own settings give, they are that invocation's runs, so theirs are the
+invocation's overrides; the few known by name (:data:`LEGACY_OVERRIDES`) carry theirs; any other
+is told apart by its cache key (:func:`variant_record`).
+
 The tables join the exports with the local cache (a local run wins). A run found only as an
 export is not run again; where the SFT policy re-trained on this machine is not the one an
 exported run started from (CPU kernels differ between machines), the report says so.
@@ -28,6 +35,16 @@ from distrl_tasks.protocol.files import atomic_write_json
 
 EXPORT_FORMAT = 1
 DEFAULT_EXPORT_DIR = "benchmarks/learning_runs"
+# Exports committed before overrides were recorded whose runs were an ablation: their names
+# are the cache keys of the full preset with these overrides (commit fa8b456, the KL ablation)
+LEGACY_OVERRIDES: dict[str, dict[str, Any]] = {
+    name: {"algorithm.group.kl_coef": 0.04}
+    for name in (
+        "webshop-gigpo-s0-5775f32ad8",
+        "webshop-gigpo-s1-726edc626c",
+        "webshop-gigpo-s2-d563d627b0",
+    )
+}
 
 
 class ExportError(ValueError):
@@ -51,17 +68,36 @@ class PolicyExport:
     record: dict[str, Any] | None = None  # the run's RunRecord (None for an SFT policy)
     sft: dict[str, Any] = field(default_factory=dict)  # SFT only: steps, success, tasks_key
     format: int = EXPORT_FORMAT
+    # what its settings changed from the benchmark's defaults (bench.setup.run_overrides);
+    # None: written before they were recorded
+    overrides: dict[str, Any] | None = None
+
+    @property
+    def known_overrides(self) -> dict[str, Any] | None:
+        """Its overrides: recorded, or known by its name (:data:`LEGACY_OVERRIDES`); None when
+        it was written before they were recorded and is not known."""
+        if self.overrides is not None:
+            return dict(self.overrides)
+        if self.record is not None and self.record.get("overrides") is not None:
+            return dict(self.record["overrides"])
+        known = LEGACY_OVERRIDES.get(self.name)
+        return None if known is None else dict(known)
 
     @property
     def run_record(self) -> RunRecord:
-        """The run's record.
+        """The run's record, its overrides filled in from :attr:`known_overrides` (None where
+        they are not known: the reader knows more, :func:`variant_record`).
 
         Raises:
             ExportError: an SFT policy's export (it has no run record).
         """
         if self.record is None:
             raise ExportError(f"{self.name}: an SFT export has no run record")
-        return RunRecord.from_dict(self.record)
+        record = RunRecord.from_dict(self.record)
+        known = self.known_overrides
+        if known is not None:
+            record.overrides = known
+        return record
 
 
 def export_path(export_dir: Path, name: str) -> Path:
@@ -89,6 +125,62 @@ def read_export(export_dir: Path | None, name: str) -> PolicyExport | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ExportError) as exc:
         raise ExportError(f"benchmark export {path} is unreadable: {exc}") from exc
     return export
+
+
+def cache_key(name: str) -> str:
+    """The cache key at the end of an export's name (``general-distrl-s0-<key>``)."""
+    return name.rsplit("-", 1)[-1]
+
+
+def variant_record(exported: PolicyExport) -> RunRecord:
+    """The record of an exported run found beside the invocation's own (another name): its
+    overrides where known, else ``{"run": <cache key>}``, a row of its own (its settings are not
+    the invocation's, or its name would be the invocation's)."""
+    record = exported.run_record
+    if record.overrides is None:
+        record.overrides = {"run": cache_key(exported.name)}
+    return record
+
+
+def variant_exports(
+    export_dir: Path | None,
+    *,
+    own: Sequence[str],
+    task_sets: Mapping[str, str],
+    methods: Sequence[str],
+    seeds: Sequence[int],
+) -> list[PolicyExport]:
+    """The exported runs in ``export_dir`` that ran beside the invocation's own under other
+    settings (an ablation): those of its task sets, methods and seeds that started from the same
+    SFT checkpoint, named otherwise than its own runs, in name order.
+
+    Args:
+        export_dir: the exports (None: none).
+        own: the names of the invocation's own runs.
+        task_sets: task set -> the digest of the SFT checkpoint its runs start from.
+        methods: the invocation's methods.
+        seeds: the invocation's seeds.
+
+    Raises:
+        ExportError: an export that cannot be read.
+    """
+    if export_dir is None or not Path(export_dir).is_dir():
+        return []
+    out = []
+    for path in sorted(Path(export_dir).glob("*.json")):
+        if path.stem in own or path.stem.startswith("sft-"):
+            continue
+        exported = read_export(export_dir, path.stem)
+        if exported is None or exported.record is None:
+            continue
+        record = exported.record
+        if (
+            task_sets.get(exported.task_set) == exported.sft_checkpoint
+            and record.get("method") in methods
+            and record.get("seed") in seeds
+        ):
+            out.append(exported)
+    return out
 
 
 def exported_elsewhere(
@@ -167,6 +259,7 @@ def collect_export(
     record: RunRecord | None = None,
     sft: Mapping[str, Any] | None = None,
     machine: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> PolicyExport:
     """Gather a policy's export from its evaluations.
 
@@ -181,6 +274,8 @@ def collect_export(
         record: the run's record (None for an SFT policy).
         sft: for an SFT policy, its steps, success and tasks key.
         machine: the machine that ran it (None: this one).
+        overrides: what its settings change from the benchmark's defaults (None: the record's,
+            none for an SFT policy).
     """
     from distrl_tasks.bench.describe import machine_info
     from distrl_tasks.stages.evaluate import checkpoint_digest  # lazy: torch + pyarrow
@@ -197,4 +292,9 @@ def collect_export(
         commit=current_commit(),
         record=record.to_dict() if record is not None else None,
         sft=dict(sft or {}),
+        overrides=dict(
+            overrides
+            if overrides is not None
+            else (record.overrides if record is not None and record.overrides else {})
+        ),
     )

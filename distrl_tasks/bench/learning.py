@@ -62,6 +62,8 @@ from distrl_tasks.bench.export import (
     machines_line,
     read_export,
     sft_mismatches,
+    variant_exports,
+    variant_record,
     write_export,
 )
 from distrl_tasks.bench.families import family_tables, final_family_counts
@@ -73,7 +75,7 @@ from distrl_tasks.bench.profiles import (
     final_test_evaluation,
     profiles_table,
 )
-from distrl_tasks.bench.records import RoundPoint, RunRecord
+from distrl_tasks.bench.records import SFT_CHECK_SEED, RoundPoint, RunRecord
 from distrl_tasks.bench.report import (
     METHOD_LABELS,
     evaluate_targets,
@@ -90,8 +92,10 @@ from distrl_tasks.bench.setup import (
     new_project,
     run_config,
     run_dir,
+    run_overrides,
     seed_registry,
     sft_key,
+    sft_overrides,
 )
 from distrl_tasks.orchestration.pipeline import RoundResult, run_rounds
 from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest
@@ -114,7 +118,9 @@ def report_finished(
     run wins).
 
     For a benchmark that was interrupted (or still runs elsewhere): task sets whose SFT
-    bootstrap has not finished are left out, runs not finished show as ``–``. No run is started
+    bootstrap has not finished are left out, runs not finished show as ``–``. Exported runs of
+    the same task sets, methods and seeds from the same SFT policy under other overrides (an
+    ablation) are rows of their own in the tables (:func:`variants_beside`). No run is started
     and nothing is written (no RESULTS.md section, plots or MLflow runs: those belong to a whole
     benchmark); what may run are evaluations not cached yet: a finished SFT policy's on the
     benchmark's task lists, and with ``reference`` the final policies' under
@@ -138,19 +144,22 @@ def report_finished(
         directory = run_dir(settings, method, ts, seed, sft[ts], root)
         exported = read_export(export_root, directory.name)
         if (directory / RECORD_FILE).is_file():
-            records.append(RunRecord.from_dict(json.loads((directory / RECORD_FILE).read_text())))
+            cached = RunRecord.from_dict(json.loads((directory / RECORD_FILE).read_text()))
+            records.append(own_overrides(cached, settings))
             local += exported is None
         elif exported is not None:
-            records.append(exported.run_record)
+            records.append(own_overrides(exported.run_record, settings))
         if exported is not None:
             exports[directory.name] = exported
+    beside = variants_beside(settings, sft, root, export_root, exports)
     planned = len(settings.task_sets) * len(settings.seeds) * len(settings.methods)
     sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
-    table = results_table(records, sft_cols, settings.methods)
+    table = results_table(records + beside, sft_cols, settings.methods)
     where = f"{root}" + (f" and {export_root}" if export_root is not None else "")
-    log(f"{len(records)} of {planned} runs finished in {where}\n\n{table}\n")
-    if records:
-        log(run_details_table(records, settings.methods) + "\n")
+    others = f" (and {len(beside)} exported under other overrides)" if beside else ""
+    log(f"{len(records)} of {planned} runs finished in {where}{others}\n\n{table}\n")
+    if records or beside:
+        log(run_details_table(records + beside, settings.methods) + "\n")
         log(provenance_note(list(exports.values()), local, sft) + "\n")
     for t in evaluate_targets(records, sft_cols, settings.budget_s):
         log(f"- {t.name}: {t.verdict} ({t.detail})")
@@ -160,6 +169,45 @@ def report_finished(
     if reference and settings.reference_profiles and records:
         log("\n" + reference_table(settings, records, sft, root, exports=exports, log=log))
     return table, records
+
+
+def own_overrides(record: RunRecord, settings: LearningBenchSettings) -> RunRecord:
+    """``record``, found under the name ``settings`` give it, with its overrides filled in where
+    it was written before they were recorded: the name is the cache key of ``settings``, so
+    they are theirs."""
+    if record.overrides is None:
+        record.overrides = run_overrides(settings, record.method, record.task_set)
+    return record
+
+
+def variants_beside(
+    settings: LearningBenchSettings,
+    sft: Mapping[str, SFTPolicy],
+    root: Path,
+    export_root: Path | None,
+    exports: Mapping[str, PolicyExport],
+) -> list[RunRecord]:
+    """The records of the exported runs beside the invocation's own: same task sets, methods,
+    seeds and SFT checkpoint, other settings (:func:`~distrl_tasks.bench.export.variant_exports`),
+    each with its overrides (a row of its own in the tables)."""
+    if export_root is None or not sft:
+        return []
+    from distrl_tasks.stages.evaluate import checkpoint_digest  # lazy: torch + pyarrow
+
+    digests = {}
+    for ts, p in sft.items():
+        if p.policy_dir.exists():
+            digests[ts] = checkpoint_digest(p.policy_dir)
+        elif p.workdir.name in exports:
+            digests[ts] = exports[p.workdir.name].checkpoint
+    own = [
+        run_dir(settings, m, ts, seed, sft[ts], root).name
+        for ts, seed, m in itertools.product(sft, settings.seeds, settings.methods)
+    ]
+    found = variant_exports(
+        export_root, own=own, task_sets=digests, methods=settings.methods, seeds=settings.seeds
+    )
+    return [variant_record(e) for e in found]
 
 
 def sft_from_export(exported: PolicyExport, root: Path) -> SFTPolicy:
@@ -246,14 +294,14 @@ def run_one(
     if (workdir / RECORD_FILE).is_file():
         log(f"[{name}] finished before: reusing {workdir / RECORD_FILE}")
         cached = RunRecord.from_dict(json.loads((workdir / RECORD_FILE).read_text()))
-        return _with_steps(cached, workdir)
+        return own_overrides(_with_steps(cached, workdir), settings)
     exported = read_export(export_dir, workdir.name)
     if exported is not None:
         log(
             f"[{name}] finished on {machine_label(exported.machine)} at commit "
             f"{exported.commit[:10] or '?'}: reusing its export"
         )
-        return exported.run_record
+        return own_overrides(exported.run_record, settings)
     shutil.rmtree(workdir, ignore_errors=True)  # a half run would skew the clock: start over
     new_project(workdir)
     seed_registry(cfg, workdir, sft)
@@ -296,6 +344,7 @@ def run_one(
             n_tasks=n,
         )
         final[split] = float(m["success_rate"])
+    start = sft_check(settings, eval_cfg, seed, sft, workdir)
     record = RunRecord(
         method=method,
         task_set=task_set,
@@ -308,6 +357,8 @@ def run_one(
         wall_s=wall,
         eval_wall_s=time.perf_counter() - t_eval,
         machine=machine_info(),
+        overrides=run_overrides(settings, method, task_set),
+        start_success=start,
     )
     (workdir / RECORD_FILE).write_text(json.dumps(record.to_dict(), indent=2) + "\n")
     # the reference evaluations read only the final policy; the registry keeps every round's
@@ -318,6 +369,30 @@ def run_one(
         f"rounds {wall:.0f} s + final evaluation {record.eval_wall_s:.0f} s"
     )
     return record
+
+
+def sft_check(
+    settings: LearningBenchSettings, cfg: Any, seed: int, sft: SFTPolicy, workdir: Path
+) -> float:
+    """The SFT policy's per-round evaluation on the run's own seed, where its curve starts.
+
+    The bootstrap's check ran on seed :data:`SFT_CHECK_SEED`; another seed's world is another,
+    so it is measured here, in the run's directory (the evaluations cached in the SFT's are
+    keyed by the checkpoint and goals, not the seed: they would answer with seed 0's).
+    """
+    if seed == SFT_CHECK_SEED:
+        return sft.success["round"]
+    from distrl_tasks.stages import evaluate  # lazy: torch + pyarrow
+
+    m = evaluate.run(
+        cfg,
+        round=0,
+        checkpoint_dir=sft.policy_dir,
+        workdir=workdir,
+        split="test",
+        n_tasks=settings.round_eval_tasks,
+    )
+    return float(m["success_rate"])
 
 
 def run_export(
@@ -350,6 +425,11 @@ def run_export(
         profiles=settings.reference_profiles,
         record=record,
         machine=record.machine or None,
+        overrides=(
+            record.overrides
+            if record.overrides is not None
+            else run_overrides(settings, record.method, record.task_set)
+        ),
     )
 
 
@@ -368,6 +448,7 @@ def sft_export(settings: LearningBenchSettings, sft: SFTPolicy) -> PolicyExport:
         test_evaluation=test_evaluation,
         profiles=settings.reference_profiles,
         sft={"steps": sft.steps, "success": sft.success, "tasks_key": sft.tasks_key},
+        overrides=sft_overrides(settings, sft.task_set),
     )
 
 
@@ -493,10 +574,11 @@ def run_benchmark(
                 local += export_root is None
             else:
                 exports[workdir.name] = read_export(export_root, workdir.name)
+        beside = variants_beside(settings, sft, root, export_root, exports)
         sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
-        table = results_table(records, sft_cols, settings.methods)
+        table = results_table(records + beside, sft_cols, settings.methods)
         targets = evaluate_targets(records, sft_cols, settings.budget_s)
-        details = run_details_table(records, settings.methods)
+        details = run_details_table(records + beside, settings.methods)
         details += "\n\n" + provenance_note(list(exports.values()), local, sft)
         counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
         details += "\n\n" + family_tables(counts, settings.methods, list(sft))
@@ -505,7 +587,9 @@ def run_benchmark(
                 settings, records, sft, root, exports=exports, log=log
             )
         round_sft = {ts: p.success["round"] for ts, p in sft.items()}
-        plots = plot_curves(records, round_sft, settings.methods, plots_dir, settings.budget_s)
+        plots = plot_curves(
+            records + beside, round_sft, settings.methods, plots_dir, settings.budget_s
+        )
         wall = time.perf_counter() - started
         section = results_section(
             table=table,

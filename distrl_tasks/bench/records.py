@@ -47,6 +47,13 @@ class RunRecord:
     # bench.describe.machine_info() of the machine that ran it ({}: written before it was kept);
     # a wall-clock budget buys different work on different CPUs
     machine: dict[str, Any] = field(default_factory=dict)
+    # what the run's settings change from the benchmark's defaults (bench.setup.run_overrides):
+    # runs under other overrides are another row of the tables. None: written before they were
+    # recorded (the reader fills them in where it can tell, see bench.export)
+    overrides: dict[str, Any] | None = None
+    # the SFT policy's per-round evaluation on this run's seed (its world), where its curve
+    # starts; None: written before it was measured (see start_success)
+    start_success: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,16 +113,53 @@ def success_at(record: RunRecord, t: float, initial: float) -> float:
     return step_at([(r.finished_s, r.success) for r in record.rounds], t, initial)
 
 
+SFT_CHECK_SEED = 0  # the seed (sim.seed) of the SFT policy's own per-round evaluation
+
+
+def start_success(record: RunRecord, sft_check: float, sft_seed: int = SFT_CHECK_SEED) -> float:
+    """Where the success curve of ``record`` starts: the SFT policy's per-round evaluation on
+    the run's own seed.
+
+    That is :attr:`RunRecord.start_success` where the run measured it, else ``sft_check`` (the
+    SFT policy's evaluation, made on ``sft_seed``) for a run on that seed. A run on another seed
+    that did not measure it starts at its own first check (the nearest measurement on its
+    seed's world; the SFT check of ``sft_seed`` is another world's), or ``sft_check`` if it has
+    none.
+    """
+    if record.start_success is not None:
+        return record.start_success
+    if record.seed == sft_seed or not record.rounds:
+        return sft_check
+    return min(record.rounds, key=lambda r: r.finished_s).success
+
+
 def curve(
-    records: Sequence[RunRecord], grid: Sequence[float], kind: str, initial: float = 0.0
+    records: Sequence[RunRecord],
+    grid: Sequence[float],
+    kind: str,
+    initial: float | Sequence[float] = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean and sample std over ``records`` of ``kind`` (``success`` or ``trajectories``) on
-    the time ``grid``."""
+    the time ``grid``.
+
+    Args:
+        records: the runs.
+        grid: the times, seconds since the rounds started.
+        kind: ``success`` or ``trajectories``.
+        initial: the success before a run's first check: one value for every run, or one per
+            run in the order of ``records`` (:func:`start_success`).
+
+    Raises:
+        ValueError: an unknown ``kind``, or not one initial value per run.
+    """
     if kind not in ("success", "trajectories"):
         raise ValueError(f"kind must be 'success' or 'trajectories', got {kind!r}")
+    starts = [initial] * len(records) if isinstance(initial, int | float) else list(initial)
+    if len(starts) != len(records):
+        raise ValueError(f"{len(starts)} initial values for {len(records)} runs")
     rows = [
-        [success_at(r, t, initial) if kind == "success" else trajectories_at(r, t) for t in grid]
-        for r in records
+        [success_at(r, t, start) if kind == "success" else trajectories_at(r, t) for t in grid]
+        for r, start in zip(records, starts, strict=True)
     ]
     values = np.asarray(rows, dtype=float).reshape(len(records), len(grid))
     std = values.std(axis=0, ddof=1) if len(records) > 1 else np.zeros(len(grid))

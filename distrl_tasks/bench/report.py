@@ -12,12 +12,17 @@ Conventions:
 * success rates are fractions in [0, 1] in records and percentages in tables and plots;
 * ``mean ± std`` is over seeds, ``std`` the sample standard deviation (n - 1; 0 for one seed);
 * curves are step functions of wall time since a run's rounds started: the success of the
-  newest policy evaluated by then (the SFT policy's before the first round), and the
-  trajectories of every collection finished by then.
+  newest policy evaluated by then (before the first round, the SFT policy's on the run's own
+  seed, :func:`~distrl_tasks.bench.records.start_success`), and the trajectories of every
+  collection finished by then;
+* a row is a method under one set of overrides (:attr:`RunRecord.overrides`, what a run's
+  settings change from the benchmark's defaults): runs under other overrides are another row,
+  labelled with them, never averaged with the defaults' (an ablation beside the benchmark).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from distrl_tasks.bench.records import RunRecord, curve, trajectories_at
+from distrl_tasks.bench.records import RunRecord, curve, start_success, trajectories_at
 
 METHOD_LABELS = {
     "distrl": "DistRL",
@@ -72,9 +77,47 @@ def format_cell(values: Sequence[float], *, std: bool = True) -> str:
     return f"{mean:.1f} ± {sd:.1f}" if std else f"{mean:.1f}"
 
 
-def final_values(records: Iterable[RunRecord], method: str, task_set: str, split: str) -> list:
-    """The final success rates of every seed of ``method`` on one column, seed order."""
-    chosen = [r for r in records if r.method == method and r.task_set == task_set]
+def overrides_text(overrides: Mapping[str, Any] | None) -> str:
+    """Overrides as ``key=value, ...`` in key order, values spelled as ``--set`` takes them
+    ("" for none)."""
+    return ", ".join(
+        f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+        for k, v in sorted((overrides or {}).items())
+    )
+
+
+def variant(record: RunRecord) -> str:
+    """The row of ``record`` within its method: its overrides as text ("": the defaults')."""
+    return overrides_text(record.overrides)
+
+
+def row_label(method: str, variant_: str = "") -> str:
+    """A row's label: the method's name, then its overrides in parentheses if any."""
+    name = METHOD_LABELS.get(method, method)
+    return f"{name} ({variant_})" if variant_ else name
+
+
+def variants(records: Iterable[RunRecord], method: str) -> list[str]:
+    """The override sets ``method`` ran under in ``records``: the defaults first, then by text."""
+    return sorted({variant(r) for r in records if r.method == method}, key=lambda v: (v != "", v))
+
+
+def final_values(
+    records: Iterable[RunRecord],
+    method: str,
+    task_set: str,
+    split: str,
+    variant_: str | None = None,
+) -> list:
+    """The final success rates of every seed of ``method`` on one column, seed order; only the
+    runs under the overrides ``variant_`` (:func:`variant`) unless it is None."""
+    chosen = [
+        r
+        for r in records
+        if r.method == method
+        and r.task_set == task_set
+        and (variant_ is None or variant(r) == variant_)
+    ]
     return [r.final[split] for r in sorted(chosen, key=lambda r: r.seed) if split in r.final]
 
 
@@ -83,7 +126,8 @@ def results_table(
     sft: Mapping[tuple[str, str], float],
     methods: Sequence[str],
 ) -> str:
-    """The papers' Table 1: SFT row, then one row per method; columns General/WebShop x
+    """The papers' Table 1: SFT row, then one row per method and set of overrides (the
+    defaults' first; a method that did not run keeps one row); columns General/WebShop x
     train/test; success % as mean ± std over seeds (``–`` where not run)."""
     head = ["Method"] + [f"{TASK_SET_LABELS[ts]} {split}" for ts, split in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -93,8 +137,9 @@ def results_table(
     ]
     lines.append("| SFT | " + " | ".join(sft_cells) + " |")
     for method in methods:
-        cells = [format_cell(final_values(records, method, ts, sp)) for ts, sp in COLUMNS]
-        lines.append(f"| {METHOD_LABELS.get(method, method)} | " + " | ".join(cells) + " |")
+        for v in variants(records, method) or [""]:
+            cells = [format_cell(final_values(records, method, ts, sp, v)) for ts, sp in COLUMNS]
+            lines.append(f"| {row_label(method, v)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -105,8 +150,13 @@ def plot_curves(
     out_dir: str | os.PathLike,
     budget_s: float,
 ) -> list[Path]:
-    """Per task set: success vs wall time and trajectories vs wall time (one line per method,
-    mean over seeds, shaded ± std); returns the PNG paths."""
+    """Per task set: success vs wall time and trajectories vs wall time (one line per method
+    and set of overrides, mean over seeds, shaded ± std); returns the PNG paths.
+
+    ``sft_round_success`` is each task set's SFT check, made on seed
+    :data:`~distrl_tasks.bench.records.SFT_CHECK_SEED`; each run's success curve starts at
+    its own seed's (:func:`~distrl_tasks.bench.records.start_success`).
+    """
     from matplotlib.figure import Figure  # no pyplot: no global state, the Agg canvas
 
     out = Path(out_dir)
@@ -123,13 +173,12 @@ def plot_curves(
         ):
             fig = Figure(figsize=(6.4, 4.0))
             ax = fig.subplots()
-            for method in methods:
-                runs = [r for r in mine if r.method == method]
-                if not runs:
-                    continue
-                mean, std = curve(runs, grid, kind, initial)
+            for method, v in [(m, v) for m in methods for v in variants(mine, m)]:
+                runs = [r for r in mine if r.method == method and variant(r) == v]
+                starts = [start_success(r, initial) for r in runs]
+                mean, std = curve(runs, grid, kind, starts)
                 scale = 100.0 if kind == "success" else 1.0
-                label = f"{METHOD_LABELS.get(method, method)} (n={len(runs)})"
+                label = f"{row_label(method, v)} (n={len(runs)})"
                 ax.plot(grid / 60, mean * scale, label=label, drawstyle="steps-post")
                 ax.fill_between(
                     grid / 60, (mean - std) * scale, (mean + std) * scale, alpha=0.2, step="post"
@@ -170,7 +219,13 @@ def evaluate_targets(
     """The targets: the share of the gap between SFT and the expert (100%) that RL closes on the
     test goals, ``(RL - SFT) / (1 - SFT)`` per task set (the best method >= 50%, every method
     >= 25%), DistRL >= DigiRL on test success at the same budget, and asynchronous trajectories
-    at the budget >= 2.4x synchronous (DistRL over DigiRL), per task set."""
+    at the budget >= 2.4x synchronous (DistRL over DigiRL), per task set.
+
+    The targets are the benchmark's: per method, only the runs of its first set of overrides
+    (:func:`variants`: the defaults' where they ran) count, never averaged with an ablation's.
+    """
+    first = {m: variants(records, m)[0] for m in {r.method for r in records}}
+    records = [r for r in records if variant(r) == first[r.method]]
     methods = sorted({r.method for r in records}, key=lambda m: list(METHOD_LABELS).index(m))
     task_sets = sorted({r.task_set for r in records})
     out = []
@@ -248,17 +303,18 @@ def evaluate_targets(
 
 
 def run_details_table(records: Sequence[RunRecord], methods: Sequence[str]) -> str:
-    """Per method and task set: rounds learned within the budget, trajectories collected by the
-    budget, the learner's optimizer steps after round 0 (:attr:`RunRecord.online_updates`),
-    round of the evaluated policy, wall time of the rounds (means over seeds)."""
+    """Per method, set of overrides and task set: rounds learned within the budget, trajectories
+    collected by the budget, the learner's optimizer steps after round 0
+    (:attr:`RunRecord.online_updates`), round of the evaluated policy, wall time of the rounds
+    (means over seeds)."""
     lines = [
         "| Method | Task set | Seeds | Rounds in budget | Trajectories by budget | "
         "Online updates | Evaluated round | Rounds wall (s) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for ts in sorted({r.task_set for r in records}):
-        for m in methods:
-            runs = [r for r in records if (r.method, r.task_set) == (m, ts)]
+        for m, v in [(method, v) for method in methods for v in variants(records, method)]:
+            runs = [r for r in records if (r.method, r.task_set, variant(r)) == (m, ts, v)]
             if not runs:
                 continue
             rounds = mean_std([r.rounds_in_budget for r in runs])
@@ -272,7 +328,7 @@ def run_details_table(records: Sequence[RunRecord], methods: Sequence[str]) -> s
                 updates_cell = f"{mean:.0f} ± {sd:.0f}"
             finals = ", ".join(str(r.final_round) for r in sorted(runs, key=lambda r: r.seed))
             lines.append(
-                f"| {METHOD_LABELS.get(m, m)} | {TASK_SET_LABELS.get(ts, ts)} | {len(runs)} | "
+                f"| {row_label(m, v)} | {TASK_SET_LABELS.get(ts, ts)} | {len(runs)} | "
                 f"{rounds[0]:.1f} ± {rounds[1]:.1f} | {trajs[0]:.0f} ± {trajs[1]:.0f} | "
                 f"{updates_cell} | {finals} | {walls[0]:.0f} ± {walls[1]:.0f} |"
             )

@@ -179,6 +179,51 @@ def _cache_view(cfg: Config) -> dict[str, Any]:
     return {k: v for k, v in flat.items() if counts(k, v)}
 
 
+# Settings that shape a result but are no config key (the others reach the config: run_config)
+RESULT_SETTINGS: tuple[str, ...] = (
+    "budget_s",
+    "eval_test",
+    "eval_train",
+    "sft_episodes_per_device",
+    "sft_steps",
+)
+
+
+def run_overrides(settings: LearningBenchSettings, method: str, task_set: str) -> dict[str, Any]:
+    """What a run's settings change from the benchmark's defaults (the full preset on the same
+    base config): the config keys whose value differs, as ``--set`` names them, and
+    the settings of :data:`RESULT_SETTINGS` that differ, as ``bench.<name>``.
+
+    Keys that name no result (:func:`_cache_view`: storage, a new key at its neutral value, a
+    mode's key with the mode off) are left out, so two runs with the same cache key have the
+    same overrides. Values are JSON's (a tuple is a list).
+    """
+    base = LearningBenchSettings(config=settings.config)
+    mine_cfg, default_cfg = (
+        run_config(settings, task_set, method=method),
+        run_config(base, task_set, method=method),
+    )
+    mine, default = mine_cfg.to_flat_dict(), default_cfg.to_flat_dict()
+    named = {*_cache_view(mine_cfg), *_cache_view(default_cfg)}
+    out = {k: mine.get(k) for k in sorted(named) if mine.get(k) != default.get(k)}
+    for name in RESULT_SETTINGS:
+        if getattr(settings, name) != getattr(base, name):
+            out[f"bench.{name}"] = getattr(settings, name)
+    return json.loads(json.dumps(out, sort_keys=True, default=str))
+
+
+def sft_overrides(settings: LearningBenchSettings, task_set: str) -> dict[str, Any]:
+    """What a task set's SFT policy's settings change from the benchmark's defaults: those of
+    :func:`run_overrides` that reach the bootstrap or its evaluations (no ``algorithm.*`` key,
+    as in :func:`sft_key`, no budget, no collection mode)."""
+    unread = ("bench.budget_s", "orchestration.asynchronous")
+    return {
+        k: v
+        for k, v in run_overrides(settings, "distrl", task_set).items()
+        if not k.startswith("algorithm.") and k not in unread
+    }
+
+
 def run_config(
     settings: LearningBenchSettings,
     task_set: str,

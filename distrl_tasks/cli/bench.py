@@ -20,13 +20,45 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+def _seeds(text: str) -> tuple[int, ...]:
+    """``--seeds``: a count N (seeds 0..N-1) or a comma-separated list of the seeds to run
+    (``1,2``; one chosen seed: ``2,``).
+
+    Raises:
+        argparse.ArgumentTypeError: not a positive count, or a list that is not of distinct
+            non-negative integers.
+    """
+    expected = "a seed count N (seeds 0..N-1) or comma-separated seeds such as 1,2 (one: 2,)"
+    if "," not in text:
+        try:
+            count = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if count < 1:
+            raise argparse.ArgumentTypeError(f"a seed count must be >= 1, got {count}")
+        return tuple(range(count))
+    parts = [part.strip() for part in text.split(",")]
+    if parts[-1] == "":  # "2,": one chosen seed
+        parts.pop()
+    if not parts or not all(part.isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    seeds = tuple(int(part) for part in parts)
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"a seed is listed twice in {text!r}")
+    return seeds
+
+
 def add_learning_arguments(p: argparse.ArgumentParser) -> None:
     """The benchmark's flags (defaults: the full preset, or the smoke preset with --smoke)."""
     p.add_argument(
         "--smoke", action="store_true", help="tiny settings that check the machinery (minutes)"
     )
     p.add_argument("--budget-s", type=float, help="wall-clock budget per run, seconds")
-    p.add_argument("--seeds", type=int, help="number of seeds (seeds 0..N-1)")
+    p.add_argument(
+        "--seeds",
+        type=_seeds,
+        help="N: seeds 0..N-1; or the seeds to run, comma-separated: 1,2 (one seed: 2,)",
+    )
     p.add_argument("--task-sets", type=_csv, help="comma-separated: general,webshop")
     p.add_argument(
         "--methods", type=_csv, help="comma-separated: distrl,digirl,filtered_bc,grpo,gigpo"
@@ -97,9 +129,12 @@ def settings_from_args(args: argparse.Namespace):
     if args.reference_profiles is not None:
         changes["reference_profiles"] = tuple(p for p in args.reference_profiles if p != "none")
     if args.seeds is not None:
-        if args.seeds < 1:
-            raise ConfigError(f"--seeds: must be >= 1, got {args.seeds}")
-        changes["seeds"] = tuple(range(args.seeds))
+        seeds = args.seeds  # the parser's tuple; a count where a caller built the namespace
+        if isinstance(seeds, int):
+            if seeds < 1:
+                raise ConfigError(f"--seeds: must be >= 1, got {seeds}")
+            seeds = tuple(range(seeds))
+        changes["seeds"] = tuple(seeds)
     if args.overrides:
         changes["overrides"] = {**base.overrides, **dict(map(parse_override, args.overrides))}
     if changes:

@@ -16,13 +16,14 @@ import pytest
 from PIL import Image
 
 from distrl_tasks.bench import report as rep
+from distrl_tasks.bench.export import read_export, write_export
 from distrl_tasks.bench.learning import (
     EXPERIMENT,
     LearningBenchSettings,
     report_finished,
     run_benchmark,
 )
-from distrl_tasks.bench.setup import run_dir
+from distrl_tasks.bench.setup import run_dir, run_overrides
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,6 +163,33 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert not any(line.startswith("[families]") for line in printed)
     assert total in printed  # the per-family totals, from the exports
     assert any(line.startswith("Runs per machine: ") and ": 3" in line for line in printed)
+    # every export records its overrides (the smoke preset's, against the full preset), and
+    # every run's curve starts at its own seed's SFT check (seed 0: the bootstrap's)
+    for r in out.records:
+        assert r.overrides == run_overrides(settings, r.method, "general")
+        assert r.overrides["bench.budget_s"] == settings.budget_s
+        assert r.start_success == out.sft["general"].success["round"]
+    for name in runs:
+        assert read_export(tmp_path / "exports", name).overrides == out.records[0].overrides
+    sft_overrides = read_export(tmp_path / "exports", out.sft["general"].workdir.name).overrides
+    assert sft_overrides and not any(k.startswith("algorithm.") for k in sft_overrides)
+    # an ablation's export beside them (same SFT policy, other overrides) is a row of its own
+    kl = {**out.records[0].overrides, "algorithm.group.kl_coef": 0.04}
+    ablation = read_export(tmp_path / "exports", runs[0])
+    ablation.record = {**ablation.record, "final": {"train": 1.0, "test": 1.0}, "overrides": kl}
+    ablation.name, ablation.overrides = f"{runs[0]}x", kl
+    write_export(tmp_path / "exports", ablation)
+    lines.clear()
+    table, records = report_finished(
+        settings, elsewhere, export_dir=tmp_path / "exports", log=lines.append
+    )
+    rows = table.splitlines()
+    assert len(records) == 3 and [r for r in rows if "kl_coef" not in r] == out.table.splitlines()
+    assert rows[3].startswith("| DistRL | ") and rows[4].startswith(
+        f"| DistRL ({rep.overrides_text(kl)}) | 100.0 ± 0.0 | 100.0 ± 0.0 | – | – |"
+    )
+    assert lines[0].splitlines()[0].endswith("(and 1 exported under other overrides)")
+    (tmp_path / "exports" / f"{ablation.name}.json").unlink()
 
     # the reference evaluations: the same final policies under another world profile
     ref = dataclasses.replace(settings, reference_profiles=("static",))

@@ -10,7 +10,7 @@ import pytest
 
 from distrl_tasks.bench import export as ex
 from distrl_tasks.bench.records import RoundPoint, RunRecord
-from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_dir
+from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_dir, run_overrides
 
 INTEL = {"cpu": "Intel(R) Xeon(R) Processor", "nproc": 2, "python": "3.12", "torch": "2.13"}
 AMD = {"cpu": "AMD EPYC 7B13", "nproc": 2, "python": "3.12", "torch": "2.13"}
@@ -170,7 +170,12 @@ def test_a_run_exported_elsewhere_is_reused_not_run(tmp_path: Path) -> None:
         export_dir=tmp_path / "exports",
         log=lines.append,
     )
-    assert record == a_record("digirl", 1)
+    # an export from before overrides were recorded, read under the name these settings give:
+    # its overrides are theirs (the smoke preset's, against the full preset)
+    assert record == dataclasses.replace(
+        a_record("digirl", 1), overrides=run_overrides(settings, "digirl", "general")
+    )
+    assert record.overrides["bench.budget_s"] == settings.budget_s
     assert not (root / name).exists()  # nothing ran: no project was made
     assert lines == [
         "[DigiRL / general / seed 1] finished on AMD EPYC 7B13 x2 at commit 0123456789: "

@@ -1,0 +1,295 @@
+"""Learning-benchmark hygiene: overrides recorded and kept apart, chosen seeds, per-seed starts."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distrl_tasks.bench import export as ex
+from distrl_tasks.bench import records as recs
+from distrl_tasks.bench import report as rep
+from distrl_tasks.bench.records import RoundPoint, RunRecord
+from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_dir, run_overrides
+
+ROOT = Path(__file__).resolve().parents[2]
+KL = {"algorithm.group.kl_coef": 0.04}
+INTEL = {"cpu": "Intel(R) Xeon(R) Processor", "nproc": 2, "python": "3.12", "torch": "2.13"}
+
+
+def record(
+    method: str,
+    seed: int,
+    test: float,
+    overrides: dict | None = None,
+    *,
+    rounds: list[RoundPoint] | None = None,
+    start: float | None = None,
+    task_set: str = "webshop",
+) -> RunRecord:
+    return RunRecord(
+        method=method,
+        task_set=task_set,
+        seed=seed,
+        budget_s=100.0,
+        final={"train": test / 2, "test": test},
+        final_round=1,
+        rounds=[RoundPoint(1, 50.0, 40.0, 4, test, None)] if rounds is None else rounds,
+        collections=[(40.0, 4)],
+        machine=INTEL,
+        overrides=overrides,
+        start_success=start,
+    )
+
+
+def an_export(
+    name: str, rec: RunRecord | None, *, sft: str = "aa", overrides: dict | None = None
+) -> ex.PolicyExport:
+    return ex.PolicyExport(
+        name=name,
+        task_set="webshop",
+        checkpoint="cc",
+        sft_checkpoint=sft,
+        per_family={"search": {"episodes": 2, "success_rate": 0.5}},
+        profiles={},
+        machine=INTEL,
+        commit="0123456789abcdef",
+        record=None if rec is None else rec.to_dict(),
+        overrides=overrides,
+    )
+
+
+# --- 1. overrides: recorded, read back, told apart in old exports, rows of their own ---------
+
+
+def test_run_overrides_are_what_differs_from_the_defaults() -> None:
+    full = LearningBenchSettings.full()
+    assert run_overrides(full, "gigpo", "webshop") == {}
+    kl = dataclasses.replace(full, overrides=KL)
+    assert run_overrides(kl, "gigpo", "webshop") == KL
+    # the default's value and a key that keeps nothing apart (storage) are no override
+    same = dataclasses.replace(
+        full, overrides={"algorithm.group.kl_coef": 0.0, "tracking.keep_downloads": 3}
+    )
+    assert run_overrides(same, "gigpo", "webshop") == {}
+    # settings that are no config key, and ones that reach the config, both count
+    other = dataclasses.replace(full, budget_s=300.0, devices=4, seeds=(1, 2))
+    assert run_overrides(other, "distrl", "general") == {
+        "bench.budget_s": 300.0,
+        "orchestration.devices_per_worker": 4,
+    }
+
+
+def test_an_export_records_its_overrides_and_reads_them_back(tmp_path: Path) -> None:
+    rec = record("gigpo", 0, 0.2, KL)
+    path = ex.write_export(tmp_path, an_export("webshop-gigpo-s0-k1", rec, overrides=KL))
+    assert json.loads(path.read_text())["overrides"] == KL
+    back = ex.read_export(tmp_path, "webshop-gigpo-s0-k1")
+    assert back.overrides == KL and back.run_record.overrides == KL
+    assert back.run_record == rec
+
+
+def test_an_export_without_overrides_still_reads(tmp_path: Path) -> None:
+    rec = record("gigpo", 0, 0.2).to_dict()
+    del rec["overrides"], rec["start_success"]  # a record from before both fields
+    data = dataclasses.asdict(an_export("webshop-gigpo-s0-k2", None))
+    del data["overrides"]
+    data["record"] = rec
+    (tmp_path / "webshop-gigpo-s0-k2.json").write_text(json.dumps(data))
+    old = ex.read_export(tmp_path, "webshop-gigpo-s0-k2")
+    assert old.overrides is None and old.known_overrides is None
+    assert old.run_record.overrides is None and old.run_record.start_success is None
+    assert old.run_record.final == {"train": 0.1, "test": 0.2}
+    # one found beside the invocation's own runs is a row of its own, named by its cache key
+    assert ex.variant_record(old).overrides == {"run": "k2"}
+
+
+def test_the_committed_kl_ablation_exports_are_told_apart_from_the_defaults() -> None:
+    exports = ROOT / "benchmarks" / "learning_runs"
+    for name, test in (
+        ("webshop-gigpo-s0-5775f32ad8", 0.19791666666666666),
+        ("webshop-gigpo-s1-726edc626c", 0.20833333333333334),
+        ("webshop-gigpo-s2-d563d627b0", 0.5),
+    ):
+        ablation = ex.read_export(exports, name)
+        assert ablation.run_record.overrides == KL
+        assert ablation.run_record.final["test"] == test
+    default = ex.read_export(exports, "webshop-gigpo-s0-4bea72fc0a")
+    assert default.overrides is None and default.run_record.overrides is None
+    assert default.run_record.final["test"] == 0.3645833333333333
+
+
+def test_variant_exports_are_the_same_start_s_other_runs(tmp_path: Path) -> None:
+    rows = [
+        ("webshop-gigpo-s0-own", record("gigpo", 0, 0.4, {}), "aa"),
+        ("webshop-gigpo-s0-kl", record("gigpo", 0, 0.2, KL), "aa"),
+        ("webshop-gigpo-s1-old", record("gigpo", 1, 0.3), "aa"),  # unrecorded overrides
+        ("webshop-gigpo-s0-othersft", record("gigpo", 0, 0.9, {}), "bb"),
+        ("webshop-gigpo-s5-kl", record("gigpo", 5, 0.9, KL), "aa"),  # a seed not chosen
+        ("webshop-grpo-s0-kl", record("grpo", 0, 0.9, KL), "aa"),  # a method not chosen
+    ]
+    for name, rec, sft in rows:
+        ex.write_export(tmp_path, an_export(name, rec, sft=sft))
+    ex.write_export(tmp_path, an_export("sft-webshop-k", None, sft="aa"))
+    found = ex.variant_exports(
+        tmp_path,
+        own=["webshop-gigpo-s0-own"],
+        task_sets={"webshop": "aa"},
+        methods=["gigpo", "distrl"],
+        seeds=[0, 1],
+    )
+    assert [e.name for e in found] == ["webshop-gigpo-s0-kl", "webshop-gigpo-s1-old"]
+    assert [ex.variant_record(e).overrides for e in found] == [KL, {"run": "old"}]
+    assert ex.variant_exports(None, own=[], task_sets={}, methods=[], seeds=[]) == []
+
+
+def test_tables_keep_runs_under_other_overrides_in_rows_of_their_own() -> None:
+    runs = [
+        record("gigpo", 0, 0.40, {}),
+        record("gigpo", 1, 0.20, {}),
+        record("gigpo", 0, 0.10, KL),
+        record("gigpo", 1, 0.30, KL),
+        record("digirl", 0, 0.25, {}),
+    ]
+    sft = {("webshop", "test"): 0.2}
+    lines = rep.results_table(runs, sft, ["digirl", "filtered_bc", "gigpo"]).splitlines()
+    assert lines[3:] == [
+        "| DigiRL | – | – | 12.5 ± 0.0 | 25.0 ± 0.0 |",
+        "| Filtered BC | – | – | – | – |",
+        "| GiGPO | – | – | 15.0 ± 7.1 | 30.0 ± 14.1 |",
+        "| GiGPO (algorithm.group.kl_coef=0.04) | – | – | 10.0 ± 7.1 | 20.0 ± 14.1 |",
+    ]
+    details = rep.run_details_table(runs, ["gigpo"]).splitlines()
+    assert [line.split(" | ")[0] for line in details[2:]] == [
+        "| GiGPO",
+        "| GiGPO (algorithm.group.kl_coef=0.04)",
+    ]
+    # the targets read the defaults' runs only: GiGPO closes (0.30 - 0.2) / 0.8 of the gap (both: 6%)
+    best = rep.evaluate_targets(runs, sft, 100.0)[0]
+    assert "GiGPO +13%" in best.detail and "DigiRL +6%" in best.detail
+    assert rep.overrides_text({"b": True, "a": "x", "c": [1, 2]}) == "a=x, b=true, c=[1, 2]"
+    # a record from before overrides were recorded is the defaults' row
+    assert rep.variants([record("gigpo", 2, 0.5, None), *runs], "gigpo") == [
+        "",
+        rep.variant(runs[2]),
+    ]
+
+
+def test_curves_are_one_line_per_override_set(tmp_path: Path) -> None:
+    runs = [record("gigpo", s, 0.3, o) for s in (0, 1) for o in ({}, KL)]
+    plots = rep.plot_curves(runs, {"webshop": 0.1}, ["gigpo"], tmp_path, 100.0)
+    assert sorted(p.name for p in plots) == [
+        "learning_success_webshop.png",
+        "learning_trajectories_webshop.png",
+    ]
+
+
+# --- 2. --seeds: a count or the chosen seeds ---------------------------------------------------
+
+
+def parsed(*argv: str) -> argparse.Namespace:
+    from distrl_tasks.cli.main import build_parser
+
+    return build_parser().parse_args(["bench", "learning", *argv])
+
+
+@pytest.mark.parametrize(
+    ("flag", "seeds"),
+    [("3", (0, 1, 2)), ("1,2", (1, 2)), ("2,", (2,)), (" 4 , 0 ", (4, 0)), ("1", (0,))],
+)
+def test_seeds_flag_runs_the_chosen_seeds(flag: str, seeds: tuple[int, ...]) -> None:
+    from distrl_tasks.cli.bench import settings_from_args
+
+    assert settings_from_args(parsed("--seeds", flag)).seeds == seeds
+    assert settings_from_args(parsed("--smoke", "--seeds", flag)).seeds == seeds
+
+
+@pytest.mark.parametrize("flag", ["1,x", "0", "-1", "1,,2", ",", "1,1", "1.5", "a", "1,-2"])
+def test_a_malformed_seed_list_is_a_clear_error(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        parsed(f"--seeds={flag}")
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seeds:" in err
+    assert "seed" in err.split("argument --seeds:", 1)[1]
+
+
+def test_chosen_seeds_name_the_same_runs_as_a_count(tmp_path: Path) -> None:
+    from distrl_tasks.cli.bench import settings_from_args
+
+    sft = SFTPolicy("general", tmp_path / "sft-general-k", tmp_path / "p", 10, {}, "t")
+    counted = settings_from_args(parsed("--smoke", "--seeds", "3"))
+    chosen = settings_from_args(parsed("--smoke", "--seeds", "1,2"))
+    # the cache key holds the seed, not the seed list: seed 2 of either is the same run
+    assert run_dir(counted, "distrl", "general", 2, sft, tmp_path) == run_dir(
+        chosen, "distrl", "general", 2, sft, tmp_path
+    )
+
+
+# --- 3. each seed's curve starts at its own SFT check ------------------------------------------
+
+
+def test_each_seed_starts_at_its_own_sft_check() -> None:
+    first = [RoundPoint(0, 30.0, 10.0, 0, 0.25, 5), RoundPoint(1, 60.0, 50.0, 4, 0.5, 9)]
+    seed0 = record("distrl", 0, 0.5, {}, rounds=first)  # old record: the SFT check's own seed
+    seed1 = record("distrl", 1, 0.5, {}, rounds=first, start=0.2)  # measured on seed 1
+    seed2 = record("distrl", 2, 0.5, {}, rounds=list(reversed(first)))  # old record
+    assert recs.start_success(seed0, 0.1) == 0.1
+    assert recs.start_success(seed1, 0.1) == 0.2
+    assert recs.start_success(seed2, 0.1) == 0.25  # its first check, not seed 0's SFT check
+    assert recs.start_success(record("distrl", 2, 0.5, {}, rounds=[]), 0.1) == 0.1
+    grid = [0.0, 30.0, 60.0]
+    starts = [recs.start_success(r, 0.1) for r in (seed0, seed1, seed2)]
+    mean, std = recs.curve([seed0, seed1, seed2], grid, "success", starts)
+    np.testing.assert_allclose(mean, [(0.1 + 0.2 + 0.25) / 3, 0.25, 0.5])
+    assert std[-1] == 0.0
+    one, _ = recs.curve([seed0, seed1], grid, "success", 0.1)  # one start for all, as before
+    np.testing.assert_allclose(one, [0.1, 0.25, 0.5])
+    with pytest.raises(ValueError, match="2 initial values for 3 runs"):
+        recs.curve([seed0, seed1, seed2], grid, "success", [0.1, 0.2])
+
+
+def test_the_start_round_trips_and_old_records_read() -> None:
+    rec = record("distrl", 1, 0.5, KL, start=0.2)
+    assert RunRecord.from_dict(json.loads(json.dumps(rec.to_dict()))) == rec
+    old = rec.to_dict()
+    del old["start_success"], old["overrides"]
+    back = RunRecord.from_dict(old)
+    assert back.start_success is None and back.overrides is None
+
+
+def test_the_sft_check_of_seed_0_is_the_bootstraps_and_others_are_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distrl_tasks.bench import learning
+    from distrl_tasks.stages import evaluate
+
+    calls: list[dict] = []
+
+    def fake_run(cfg, **kw) -> dict:
+        calls.append({"seed": cfg.sim.seed, **kw})
+        return {"success_rate": 0.375}
+
+    monkeypatch.setattr(evaluate, "run", fake_run)
+    settings = LearningBenchSettings.smoke()
+    sft = SFTPolicy("general", tmp_path / "sft", tmp_path / "policy", 10, {"round": 0.5}, "t")
+    cfg = learning.run_config(settings, "general", seed=3, latency=False)
+    assert learning.sft_check(settings, cfg, 0, sft, tmp_path / "run") == 0.5
+    assert calls == []
+    assert learning.sft_check(settings, cfg, 3, sft, tmp_path / "run") == 0.375
+    assert calls == [
+        {
+            "seed": 3,
+            "round": 0,
+            "checkpoint_dir": tmp_path / "policy",
+            "workdir": tmp_path / "run",  # the run's, not the SFT's: its cache is seed 0's
+            "split": "test",
+            "n_tasks": settings.round_eval_tasks,
+        }
+    ]
