@@ -37,6 +37,9 @@ sections are defined in `distrl_tasks/config/sections.py`, `distrl_tasks/config/
 and `distrl_tasks/config/rl_sections.py`. An unknown key, a value of the wrong type or an
 impossible value is an error naming the dotted key. Every command takes `--config FILE` and
 `--set section.key=value` (repeatable); relative paths resolve against the stage's `--workdir`.
+The device topology is explicit: `orchestration.workers × orchestration.devices_per_worker`
+devices, each running `orchestration.episodes_per_device` episodes a round (what the papers'
+`bsize` and `parallel` flags set). Quote YAML strings such as `"no"`, which YAML reads as false.
 Each key below is documented by the comment on its field in those modules.
 """
 
