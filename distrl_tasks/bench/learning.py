@@ -28,7 +28,11 @@ benchmark resumes; ``fresh=True`` starts over (do that after changing the code).
 seed (every method at seed 0, then at seed 1, ...), so a partial benchmark compares the methods.
 With an export directory (the CLI's default ``benchmarks/learning_runs``), each SFT policy and
 finished run also leaves a small committed export (:mod:`distrl_tasks.bench.export`), so parts
-run on different machines join, and the report says which CPU ran which run.
+run on different machines join, and the report says which CPU ran which run. Records and
+exports hold their overrides (what the settings change from the full preset); exported runs of
+the same task sets, methods, seeds and SFT policy under other overrides (an ablation) are rows
+of their own in the tables and curves, never averaged with the invocation's. Each run also
+checks the SFT policy on its own seed (after the budget), where its success curve starts.
 
 Duration on the 2-core machine (measured 2026-11-24, fast decoder, evaluations on up to 32
 devices). Smoke preset (DistRL, DigiRL, Filtered BC): ~2 min. Full preset (5 methods with GRPO

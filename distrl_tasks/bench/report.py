@@ -98,8 +98,11 @@ def row_label(method: str, variant_: str = "") -> str:
 
 
 def variants(records: Iterable[RunRecord], method: str) -> list[str]:
-    """The override sets ``method`` ran under in ``records``: the defaults first, then by text."""
-    return sorted({variant(r) for r in records if r.method == method}, key=lambda v: (v != "", v))
+    """The override sets ``method`` ran under in ``records`` (:func:`variant`): the fewest
+    overrides first (the defaults', then e.g. an invocation's own beside its ablation's, which
+    adds to them), then by text."""
+    found = {variant(r): len(r.overrides or {}) for r in records if r.method == method}
+    return sorted(found, key=lambda v: (found[v], v))
 
 
 def final_values(
