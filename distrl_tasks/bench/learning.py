@@ -156,16 +156,17 @@ def report_finished(
         if exported is not None:
             exports[directory.name] = exported
     beside = variants_beside(settings, sft, root, export_root, exports)
+    base = own_base(settings)
     planned = len(settings.task_sets) * len(settings.seeds) * len(settings.methods)
     sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
-    table = results_table(records + beside, sft_cols, settings.methods)
+    table = results_table(records + beside, sft_cols, settings.methods, base)
     where = f"{root}" + (f" and {export_root}" if export_root is not None else "")
     others = f" (and {len(beside)} exported under other overrides)" if beside else ""
     log(f"{len(records)} of {planned} runs finished in {where}{others}\n\n{table}\n")
     if records or beside:
-        log(run_details_table(records + beside, settings.methods) + "\n")
+        log(run_details_table(records + beside, settings.methods, base) + "\n")
         log(provenance_note(list(exports.values()), local, sft) + "\n")
-    for t in evaluate_targets(records, sft_cols, settings.budget_s):
+    for t in evaluate_targets(records, sft_cols, settings.budget_s, base):
         log(f"- {t.name}: {t.verdict} ({t.detail})")
     if records:
         counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
@@ -173,6 +174,12 @@ def report_finished(
     if reference and settings.reference_profiles and records:
         log("\n" + reference_table(settings, records, sft, root, exports=exports, log=log))
     return table, records
+
+
+def own_base(settings: LearningBenchSettings) -> dict[str, Any]:
+    """The invocation's own overrides, against which the tables label the other rows (one set
+    for all: a method's fixed keys are the same in the run and the defaults)."""
+    return run_overrides(settings, settings.methods[0], settings.task_sets[0])
 
 
 def own_overrides(record: RunRecord, settings: LearningBenchSettings) -> RunRecord:
@@ -579,10 +586,11 @@ def run_benchmark(
             else:
                 exports[workdir.name] = read_export(export_root, workdir.name)
         beside = variants_beside(settings, sft, root, export_root, exports)
+        base = own_base(settings)
         sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
-        table = results_table(records + beside, sft_cols, settings.methods)
-        targets = evaluate_targets(records, sft_cols, settings.budget_s)
-        details = run_details_table(records + beside, settings.methods)
+        table = results_table(records + beside, sft_cols, settings.methods, base)
+        targets = evaluate_targets(records, sft_cols, settings.budget_s, base)
+        details = run_details_table(records + beside, settings.methods, base)
         details += "\n\n" + provenance_note(list(exports.values()), local, sft)
         counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
         details += "\n\n" + family_tables(counts, settings.methods, list(sft))
@@ -592,7 +600,7 @@ def run_benchmark(
             )
         round_sft = {ts: p.success["round"] for ts, p in sft.items()}
         plots = plot_curves(
-            records + beside, round_sft, settings.methods, plots_dir, settings.budget_s
+            records + beside, round_sft, settings.methods, plots_dir, settings.budget_s, base
         )
         wall = time.perf_counter() - started
         section = results_section(

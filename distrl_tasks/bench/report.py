@@ -86,9 +86,20 @@ def overrides_text(overrides: Mapping[str, Any] | None) -> str:
     )
 
 
-def variant(record: RunRecord) -> str:
-    """The row of ``record`` within its method: its overrides as text ("": the defaults')."""
-    return overrides_text(record.overrides)
+def beyond(
+    overrides: Mapping[str, Any] | None, base: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``overrides`` less those of ``base`` (a key of ``base`` that ``overrides`` lacks: at its
+    default, spelled ``(default)``)."""
+    overrides, base = overrides or {}, base or {}
+    out = {k: v for k, v in overrides.items() if k not in base or base[k] != v}
+    return {**out, **{k: "(default)" for k in base if k not in overrides}}
+
+
+def variant(record: RunRecord, base: Mapping[str, Any] | None = None) -> str:
+    """The row of ``record`` within its method: its overrides beyond ``base`` (an invocation's
+    own, which its settings lines list; None: the defaults) as text ("": ``base``'s row)."""
+    return overrides_text(beyond(record.overrides, base))
 
 
 def row_label(method: str, variant_: str = "") -> str:
@@ -97,11 +108,14 @@ def row_label(method: str, variant_: str = "") -> str:
     return f"{name} ({variant_})" if variant_ else name
 
 
-def variants(records: Iterable[RunRecord], method: str) -> list[str]:
-    """The override sets ``method`` ran under in ``records`` (:func:`variant`): the fewest
-    overrides first (the defaults', then e.g. an invocation's own beside its ablation's, which
-    adds to them), then by text."""
-    found = {variant(r): len(r.overrides or {}) for r in records if r.method == method}
+def variants(
+    records: Iterable[RunRecord], method: str, base: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The override sets ``method`` ran under in ``records`` (:func:`variant` beyond ``base``):
+    the fewest first (``base``'s own, ""), then by text."""
+    found = {
+        variant(r, base): len(beyond(r.overrides, base)) for r in records if r.method == method
+    }
     return sorted(found, key=lambda v: (found[v], v))
 
 
@@ -111,15 +125,16 @@ def final_values(
     task_set: str,
     split: str,
     variant_: str | None = None,
+    base: Mapping[str, Any] | None = None,
 ) -> list:
     """The final success rates of every seed of ``method`` on one column, seed order; only the
-    runs under the overrides ``variant_`` (:func:`variant`) unless it is None."""
+    runs under the overrides ``variant_`` (:func:`variant` beyond ``base``) unless it is None."""
     chosen = [
         r
         for r in records
         if r.method == method
         and r.task_set == task_set
-        and (variant_ is None or variant(r) == variant_)
+        and (variant_ is None or variant(r, base) == variant_)
     ]
     return [r.final[split] for r in sorted(chosen, key=lambda r: r.seed) if split in r.final]
 
@@ -128,10 +143,15 @@ def results_table(
     records: Sequence[RunRecord],
     sft: Mapping[tuple[str, str], float],
     methods: Sequence[str],
+    base: Mapping[str, Any] | None = None,
 ) -> str:
-    """The papers' Table 1: SFT row, then one row per method and set of overrides (the
-    defaults' first; a method that did not run keeps one row); columns General/WebShop x
-    train/test; success % as mean ± std over seeds (``–`` where not run)."""
+    """The papers' Table 1: SFT row, then one row per method and set of overrides (``base``'s
+    first; a method that did not run keeps one row); columns General/WebShop x train/test;
+    success % as mean ± std over seeds (``–`` where not run).
+
+    ``base``: the invocation's own overrides (None: none); rows are labelled with what a run's
+    overrides add to them, so its own runs keep the method's plain name.
+    """
     head = ["Method"] + [f"{TASK_SET_LABELS[ts]} {split}" for ts, split in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     sft_cells = [
@@ -140,8 +160,10 @@ def results_table(
     ]
     lines.append("| SFT | " + " | ".join(sft_cells) + " |")
     for method in methods:
-        for v in variants(records, method) or [""]:
-            cells = [format_cell(final_values(records, method, ts, sp, v)) for ts, sp in COLUMNS]
+        for v in variants(records, method, base) or [""]:
+            cells = [
+                format_cell(final_values(records, method, ts, sp, v, base)) for ts, sp in COLUMNS
+            ]
             lines.append(f"| {row_label(method, v)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -152,6 +174,7 @@ def plot_curves(
     methods: Sequence[str],
     out_dir: str | os.PathLike,
     budget_s: float,
+    base: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Per task set: success vs wall time and trajectories vs wall time (one line per method
     and set of overrides, mean over seeds, shaded ± std); returns the PNG paths.
@@ -159,6 +182,9 @@ def plot_curves(
     ``sft_round_success`` is each task set's SFT check, made on seed
     :data:`~distrl_tasks.bench.records.SFT_CHECK_SEED`; each run's success curve starts at
     its own seed's (:func:`~distrl_tasks.bench.records.start_success`).
+
+    ``base``: the invocation's own overrides (None: none); rows are labelled with what a run's
+    overrides add to them, so its own runs keep the method's plain name.
     """
     from matplotlib.figure import Figure  # no pyplot: no global state, the Agg canvas
 
@@ -176,8 +202,8 @@ def plot_curves(
         ):
             fig = Figure(figsize=(6.4, 4.0))
             ax = fig.subplots()
-            for method, v in [(m, v) for m in methods for v in variants(mine, m)]:
-                runs = [r for r in mine if r.method == method and variant(r) == v]
+            for method, v in [(m, v) for m in methods for v in variants(mine, m, base)]:
+                runs = [r for r in mine if r.method == method and variant(r, base) == v]
                 starts = [start_success(r, initial) for r in runs]
                 mean, std = curve(runs, grid, kind, starts)
                 scale = 100.0 if kind == "success" else 1.0
@@ -217,7 +243,10 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def evaluate_targets(
-    records: Sequence[RunRecord], sft: Mapping[tuple[str, str], float], budget_s: float
+    records: Sequence[RunRecord],
+    sft: Mapping[tuple[str, str], float],
+    budget_s: float,
+    base: Mapping[str, Any] | None = None,
 ) -> list[Target]:
     """The targets: the share of the gap between SFT and the expert (100%) that RL closes on the
     test goals, ``(RL - SFT) / (1 - SFT)`` per task set (the best method >= 50%, every method
@@ -225,10 +254,11 @@ def evaluate_targets(
     at the budget >= 2.4x synchronous (DistRL over DigiRL), per task set.
 
     The targets are the benchmark's: per method, only the runs of its first set of overrides
-    (:func:`variants`: the defaults' where they ran) count, never averaged with an ablation's.
+    (:func:`variants` beyond ``base``: the invocation's own where they ran) count, never
+    averaged with an ablation's.
     """
-    first = {m: variants(records, m)[0] for m in {r.method for r in records}}
-    records = [r for r in records if variant(r) == first[r.method]]
+    first = {m: variants(records, m, base)[0] for m in {r.method for r in records}}
+    records = [r for r in records if variant(r, base) == first[r.method]]
     methods = sorted({r.method for r in records}, key=lambda m: list(METHOD_LABELS).index(m))
     task_sets = sorted({r.task_set for r in records})
     out = []
@@ -305,19 +335,27 @@ def evaluate_targets(
     return out
 
 
-def run_details_table(records: Sequence[RunRecord], methods: Sequence[str]) -> str:
+def run_details_table(
+    records: Sequence[RunRecord],
+    methods: Sequence[str],
+    base: Mapping[str, Any] | None = None,
+) -> str:
     """Per method, set of overrides and task set: rounds learned within the budget, trajectories
     collected by the budget, the learner's optimizer steps after round 0
     (:attr:`RunRecord.online_updates`), round of the evaluated policy, wall time of the rounds
-    (means over seeds)."""
+    (means over seeds).
+
+    ``base``: the invocation's own overrides (None: none); rows are labelled with what a run's
+    overrides add to them, so its own runs keep the method's plain name.
+    """
     lines = [
         "| Method | Task set | Seeds | Rounds in budget | Trajectories by budget | "
         "Online updates | Evaluated round | Rounds wall (s) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for ts in sorted({r.task_set for r in records}):
-        for m, v in [(method, v) for method in methods for v in variants(records, method)]:
-            runs = [r for r in records if (r.method, r.task_set, variant(r)) == (m, ts, v)]
+        for m, v in [(method, v) for method in methods for v in variants(records, method, base)]:
+            runs = [r for r in records if (r.method, r.task_set, variant(r, base)) == (m, ts, v)]
             if not runs:
                 continue
             rounds = mean_std([r.rounds_in_budget for r in runs])

@@ -185,8 +185,10 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     )
     rows = table.splitlines()
     assert len(records) == 3 and [r for r in rows if "kl_coef" not in r] == out.table.splitlines()
-    assert rows[3].startswith("| DistRL | ") and rows[4].startswith(
-        f"| DistRL ({rep.overrides_text(kl)}) | 100.0 ± 0.0 | 100.0 ± 0.0 | – | – |"
+    # labelled with what it adds to the invocation's own overrides
+    assert rows[3].startswith("| DistRL | ")
+    assert (
+        rows[4] == "| DistRL (algorithm.group.kl_coef=0.04) | 100.0 ± 0.0 | 100.0 ± 0.0 | – | – |"
     )
     assert lines[0].splitlines()[0].endswith("(and 1 exported under other overrides)")
     (tmp_path / "exports" / f"{ablation.name}.json").unlink()

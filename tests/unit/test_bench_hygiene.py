@@ -173,6 +173,16 @@ def test_tables_keep_runs_under_other_overrides_in_rows_of_their_own() -> None:
     best = rep.evaluate_targets(runs, sft, 100.0)[0]
     assert "GiGPO +13%" in best.detail and "DigiRL +6%" in best.detail
     assert rep.overrides_text({"b": True, "a": "x", "c": [1, 2]}) == "a=x, b=true, c=[1, 2]"
+    # against an invocation's own overrides: what a run adds, and what it leaves at the default
+    own = {"env.horizon_general": 3, "bench.budget_s": 20.0}
+    assert rep.beyond({**own, **KL}, own) == KL
+    assert rep.beyond({"env.horizon_general": 3}, own) == {"bench.budget_s": "(default)"}
+    ablation = record("gigpo", 0, 0.1, {**own, **KL})
+    assert rep.variant(ablation, own) == "algorithm.group.kl_coef=0.04"
+    assert rep.variants([ablation, record("gigpo", 0, 0.2, own)], "gigpo", own) == [
+        "",
+        "algorithm.group.kl_coef=0.04",
+    ]
     # a record from before overrides were recorded is the defaults' row
     assert rep.variants([record("gigpo", 2, 0.5, None), *runs], "gigpo") == [
         "",
@@ -334,14 +344,16 @@ def test_the_report_from_exports_shows_an_ablation_beside_the_defaults(tmp_path:
     # the invocation's own runs, recorded before overrides were, carry its overrides
     own = run_overrides(settings, "distrl", "general")
     assert [r.overrides for r in records] == [own] * 3
-    distrl, digirl = (
-        rep.row_label("distrl", rep.overrides_text(own)),
-        rep.row_label("digirl", rep.overrides_text(own)),
-    )
+    # labelled with what they add to the invocation's own: its rows keep the plain names
     assert table.splitlines()[3:] == [
-        f"| {distrl} | 30.0 ± 7.1 | 60.0 ± 14.1 | – | – |",
-        f"| {rep.row_label('distrl', rep.overrides_text(ablation))} | 10.0 ± 7.1 | 20.0 ± 14.1 "
-        "| – | – |",
-        f"| {digirl} | 12.5 ± 0.0 | 25.0 ± 0.0 | – | – |",
+        "| DistRL | 30.0 ± 7.1 | 60.0 ± 14.1 | – | – |",
+        "| DistRL (algorithm.group.kl_coef=0.04) | 10.0 ± 7.1 | 20.0 ± 14.1 | – | – |",
+        "| DigiRL | 12.5 ± 0.0 | 25.0 ± 0.0 | – | – |",
+    ]
+    details = lines[1].splitlines()
+    assert [line.split(" | ")[0] for line in details[2:]] == [
+        "| DistRL",
+        "| DistRL (algorithm.group.kl_coef=0.04)",
+        "| DigiRL",
     ]
     assert not root.exists() or not any(root.iterdir())  # nothing ran, nothing written
