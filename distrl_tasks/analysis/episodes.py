@@ -26,6 +26,7 @@ from distrl_tasks.analysis.screenshots import (
     episode_frames,  # noqa: F401
     pick_episodes,  # noqa: F401
     screenshot_strip,  # noqa: F401
+    show_episode,  # noqa: F401
 )
 from distrl_tasks.config import Config, load_config
 from distrl_tasks.data.schema import COLUMN_NAMES
@@ -381,17 +382,53 @@ def panel_grid(
     return fig, axes[:n]
 
 
-def plot_learning_curves(axes: Sequence[Any], curves: pd.DataFrame) -> list[Any]:
-    """One small line plot per metric (column of :func:`learning_curves`), on ``axes``."""
-    if len(axes) < curves.shape[1]:
-        raise ValueError(f"{curves.shape[1]} curves need as many axes, got {len(axes)}")
+# The headline figure: a few panels, each a few comparable metrics (the full table has the rest).
+CURVE_PANELS: dict[str, tuple[str, ...]] = {
+    "success rate": ("eval/success_rate", "rollout/success_rate", "critic/success_rate"),
+    "policy loss": ("losses/policy", "losses/actor"),
+    "critic loss": ("losses/value", "losses/critic_step", "losses/critic_instruction"),
+    "entropy": ("train/entropy", "losses/entropy"),
+    "update health": ("train/clip_frac", "train/kept_frac", "train/ess"),
+    "critic calibration": ("critic/v0_mean", "critic/v0_target_mean"),
+}
+MARKED_POINTS = 12  # up to this many rounds a curve shows its points and every round's tick
+
+
+def curve_panels(curves: pd.DataFrame) -> dict[str, list[str]]:
+    """The :data:`CURVE_PANELS` that have data in ``curves``, each with its present keys."""
+    present = {k for k in curves.columns if curves[k].notna().any()}
+    panels = {t: [k for k in keys if k in present] for t, keys in CURVE_PANELS.items()}
+    return {t: keys for t, keys in panels.items() if keys}
+
+
+def plot_learning_curves(
+    axes: Sequence[Any], curves: pd.DataFrame, panels: Mapping[str, Sequence[str]] | None = None
+) -> list[Any]:
+    """One panel per entry of ``panels`` (default :func:`curve_panels`), a line per metric.
+
+    The x axis is the round: integer ticks at every round while there are few (one round
+    reads as one point at its round, not as a dot over fractional ticks), automatic beyond.
+    """
+    panels = curve_panels(curves) if panels is None else panels
+    if len(axes) < len(panels):
+        raise ValueError(f"{len(panels)} panels need as many axes, got {len(axes)}")
     used = []
-    for ax, key in zip(axes, curves.columns, strict=False):
-        series = curves[key].dropna()
-        ax.plot(series.index, series.values, marker="o")
-        ax.set_title(key)
+    for ax, (title, keys) in zip(axes, panels.items(), strict=False):
+        rounds: set[int] = set()
+        for key in keys:
+            series = curves[key].dropna()
+            rounds |= {int(r) for r in series.index}
+            few = len(series) <= MARKED_POINTS
+            ax.plot(series.index, series.values, marker="o" if few else None, label=key)
+        ax.set_title(title)
         ax.set_xlabel("round")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if rounds and len(rounds) <= MARKED_POINTS:
+            ax.set_xticks(sorted(rounds))
+            ax.set_xlim(min(rounds) - 0.5, max(rounds) + 0.5)
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if len(keys) > 1:
+            ax.legend(fontsize="small")
         used.append(ax)
     return used
 
@@ -403,4 +440,14 @@ def save_figure(fig: Any, name: str, directory: str | os.PathLike | None) -> Pat
     path = Path(directory) / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80, bbox_inches="tight")
+    return path
+
+
+def save_image(image: Any, name: str, directory: str | os.PathLike | None) -> Path | None:
+    """Write a PIL image as ``<directory>/<name>.png`` when a directory is given."""
+    if directory is None:
+        return None
+    path = Path(directory) / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="PNG", optimize=True)
     return path

@@ -17,6 +17,7 @@ from distrl_tasks.cli.bench import add_bench_commands
 from distrl_tasks.cli.cluster import add_cluster_commands
 from distrl_tasks.cli.common import EXIT_USAGE
 from distrl_tasks.cli.demo import add_demo_command
+from distrl_tasks.cli.episodes import add_episodes_commands
 from distrl_tasks.cli.models import add_model_commands
 from distrl_tasks.cli.pipeline import add_pipeline_commands
 from distrl_tasks.cli.sim import add_sim_commands
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_command(sub)
     add_pipeline_commands(sub)
     add_model_commands(sub)
+    add_episodes_commands(sub)
     add_bench_commands(sub)
     add_cluster_commands(sub)
     return parser

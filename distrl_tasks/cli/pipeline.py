@@ -225,7 +225,12 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
             )  # lazy: only this command needs it (CLI start-up)
 
             out = evaluate.run(
-                cfg, round=rnd, checkpoint_dir=ckpt, workdir=workdir, progress=progress
+                cfg,
+                round=rnd,
+                checkpoint_dir=ckpt,
+                workdir=workdir,
+                progress=progress,
+                track=True,
             )
             # the round's record, which `distrl register` and `distrl metrics` read
             record = {k: v for k, v in out.items() if k != "reused"}

@@ -312,7 +312,7 @@ class EvaluatorConfig:
     """Who labels trajectories: the simulator oracle or Gemini."""
 
     kind: Literal["oracle", "gemini"] = "oracle"  # oracle = `simctl task check` on sim devices
-    model: str = "gemini-1.5-pro"  # Gemini model name
+    model: str = "gemini-3.5-flash"  # Gemini model (stable GA; checked at start-up)
     base_url: str = ""  # override of the Gemini endpoint (empty: the public default)
     concurrency: int = 4  # requests in flight at once
     requests_per_minute: int = 60  # rate budget
@@ -320,7 +320,7 @@ class EvaluatorConfig:
     last_screenshots: int = 1  # how many final screenshots are judged
     downscale: int = 4  # images are sent at width/downscale x height/downscale
     timeout_s: float = 60.0  # per-request timeout before a retry
-    cache_dir: str = "runs/gemini_cache"  # on-disk cache of verdicts (image hash, goal, prompt)
+    cache_dir: str = "runs/gemini_cache"  # verdict cache; relative paths: under the workdir
 
     def validate(self, key: str) -> None:
         _check(self.concurrency >= 1, f"{key}.concurrency", "must be >= 1")

@@ -14,9 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from tqdm.auto import tqdm
-
 from distrl_tasks.config import ConfigError
+from distrl_tasks.protocol.progress import progress_bar
 
 API_KEY_ENV = "GEMINI_API_KEY"  # where the Gemini key is read from, first
 GEMINI_CONNECTION = "gemini_default"  # the Airflow connection whose password is the key
@@ -133,7 +132,9 @@ class Evaluator(ABC):
         self, items: Sequence[tuple[str, Sequence[bytes]]], *, progress: bool = False
     ) -> list[Verdict]:
         """Judge many trajectories concurrently; results keep the order of ``items``."""
-        bar = tqdm(total=len(items), desc=f"label[{self.name}]", unit="traj", disable=not progress)
+        bar = progress_bar(
+            total=len(items), desc=f"label[{self.name}]", unit="traj", enabled=progress
+        )
 
         async def one(goal: str, shots: Sequence[bytes]) -> Verdict:
             verdict = await self.judge(goal, shots)

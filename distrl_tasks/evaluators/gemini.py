@@ -29,8 +29,11 @@ from distrl_tasks.evaluators.base import (
 )
 from distrl_tasks.evaluators.gemini_cache import VerdictCache, cache_key
 from distrl_tasks.evaluators.gemini_client import (
+    DEFAULT_MODEL,
     GENERATION_CONFIG,
+    PUBLIC_ENDPOINT,
     Answer,
+    check_model,
     classify_error,
     make_client,
     read_response,
@@ -71,7 +74,7 @@ class _Secret:
 
 @dataclass(frozen=True)
 class Pricing:
-    """USD per million tokens (defaults: Gemini 1.5 Pro list price, prompts <= 128k tokens)."""
+    """USD per million tokens: the stage manifests' cost estimate (set your model's price)."""
 
     input_per_million: float = 1.25
     output_per_million: float = 5.0
@@ -133,7 +136,7 @@ class GeminiEvaluator(Evaluator):
 
     Args:
         api_key: Gemini API key (prefer :meth:`from_config`, which reads ``GEMINI_API_KEY``).
-        model: model name, e.g. ``gemini-1.5-pro``.
+        model: model name, e.g. ``gemini-3.5-flash``.
         base_url: endpoint override; empty/``None`` = Google's public endpoint.
         task_set: which few-shot examples to show (``general`` or ``webshop``).
         concurrency: requests in flight at once.
@@ -153,7 +156,7 @@ class GeminiEvaluator(Evaluator):
         self,
         *,
         api_key: str,
-        model: str = "gemini-1.5-pro",
+        model: str = DEFAULT_MODEL,
         base_url: str | None = None,
         task_set: str = "general",
         concurrency: int = 4,
@@ -251,6 +254,27 @@ class GeminiEvaluator(Evaluator):
     def __reduce__(self) -> Any:
         raise TypeError("GeminiEvaluator holds an API key and is not picklable")
 
+    @property
+    def endpoint(self) -> str:
+        """The endpoint asked: ``base_url`` or Google's public one (part of the cache key)."""
+        return (self.base_url or PUBLIC_ENDPOINT).rstrip("/")
+
+    def check_model(self) -> None:
+        """Fail now, before any work, when the endpoint does not serve ``model``.
+
+        Raises:
+            UnknownModelError: the model is unknown or retired; the message lists the offered ones.
+            EndpointUnavailableError: the key is refused or the endpoint cannot be reached.
+        """
+        client = make_client(self._key.get(), self.base_url, self.timeout_s)
+        try:
+            check_model(client, self.model, self.endpoint)
+        except Exception as exc:  # scrub the key from whatever the server echoed, then re-raise
+            exc.args = tuple(self._key.scrub(str(a)) for a in exc.args)
+            raise
+        finally:
+            client.close()
+
     # ----- per-loop resources ---------------------------------------------------------------
     def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
@@ -287,13 +311,18 @@ class GeminiEvaluator(Evaluator):
             raise ValueError("screenshots must be a non-empty list of image bytes")
         shots = [bytes(s) for s in list(screenshots)[-self.last_screenshots :]]
         start = self._clock()
-        key = cache_key(shots, goal, PROMPT_VERSION, self.model, self.downscale)
+        key = cache_key(shots, goal, PROMPT_VERSION, self.model, self.downscale, self.endpoint)
         verdict = self._from_cache(key, start)
         if verdict is None:
             verdict = await self._judge_uncached(goal, shots, start)
             if verdict.labeled and self.cache is not None:
                 self.cache.put(
-                    key, verdict, goal=goal, model=self.model, prompt_version=PROMPT_VERSION
+                    key,
+                    verdict,
+                    goal=goal,
+                    model=self.model,
+                    endpoint=self.endpoint,
+                    prompt_version=PROMPT_VERSION,
                 )
         self.stats.add(verdict)
         return verdict

@@ -21,16 +21,22 @@ CACHE_FORMAT = 1
 
 
 def cache_key(
-    screenshots: Sequence[bytes], goal: str, prompt_version: str, model: str, downscale: int
+    screenshots: Sequence[bytes],
+    goal: str,
+    prompt_version: str,
+    model: str,
+    downscale: int,
+    endpoint: str,
 ) -> str:
-    """Hex sha256 over the judged images' sha256s, the goal, prompt version, model and scale.
+    """Hex sha256 over the judged images' sha256s, the goal, prompt version, model, scale and
+    endpoint (a test server's verdicts must never answer for the real one).
 
     Hashing each image separately keeps the key independent of how bytes would concatenate.
     """
     h = hashlib.sha256()
     for shot in screenshots:
         h.update(hashlib.sha256(shot).digest())
-    meta = json.dumps([goal, prompt_version, model, downscale], ensure_ascii=False)
+    meta = json.dumps([goal, prompt_version, model, downscale, endpoint], ensure_ascii=False)
     h.update(meta.encode("utf-8"))
     return h.hexdigest()
 

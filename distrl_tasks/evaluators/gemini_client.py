@@ -14,10 +14,13 @@ from typing import Any
 from google import genai
 from google.genai import errors, types
 
+from distrl_tasks.config import ConfigError, EvaluatorConfig
 from distrl_tasks.evaluators.gemini_prompt import InlineImage, Part
 from distrl_tasks.protocol.ratelimit import parse_retry_after
 
 API_VERSION = "v1beta"  # the generateContent endpoint family we target (and the fake serves)
+PUBLIC_ENDPOINT = "https://generativelanguage.googleapis.com"  # what an empty base_url means
+DEFAULT_MODEL = EvaluatorConfig().model  # one default, the config's
 RETRYABLE_CODES = frozenset({408, 429, 500, 502, 503, 504})
 
 
@@ -156,3 +159,53 @@ def classify_error(exc: BaseException, timeout_s: float) -> CallError | None:
     if isinstance(exc, ValueError):
         return CallError(False, f"malformed response ({type(exc).__name__}: {str(exc)[:200]})")
     return None
+
+
+class UnknownModelError(ConfigError):
+    """``evaluator.model`` names a model the endpoint does not serve (retired or misspelled)."""
+
+
+class EndpointUnavailableError(RuntimeError):
+    """The endpoint refused or failed the start-up check for a reason other than the model."""
+
+
+def generating_models(client: genai.Client) -> list[str]:
+    """Names of the endpoint's models that answer ``generateContent``, sorted."""
+    names = []
+    for model in client.models.list(config=types.ListModelsConfig(page_size=100)):
+        actions = model.supported_actions or []
+        if model.name and (not actions or "generateContent" in actions):
+            names.append(model.name.removeprefix("models/"))
+    return sorted(names)
+
+
+def check_model(client: genai.Client, model: str, endpoint: str) -> None:
+    """Ask the endpoint for ``model`` (``models.get``) so a retired name fails before any work.
+
+    Raises:
+        UnknownModelError: the endpoint answers 404; the message lists what it offers.
+        EndpointUnavailableError: any other refusal or failure (bad key, outage, no route).
+    """
+    try:
+        client.models.get(model=model)
+        return
+    except errors.APIError as exc:
+        if int(exc.code or 0) != 404:
+            raise EndpointUnavailableError(
+                f"the Gemini endpoint {endpoint} refused the start-up check of "
+                f"evaluator.model={model!r}: HTTP {exc.code} {exc.status or ''}".rstrip()
+                + (f": {str(exc.message)[:200]}" if exc.message else "")
+            ) from None
+    except (*TIMEOUT_ERRORS, *TRANSPORT_ERRORS) as exc:
+        raise EndpointUnavailableError(
+            f"the Gemini endpoint {endpoint} could not be reached to check "
+            f"evaluator.model={model!r} ({type(exc).__name__})"
+        ) from None
+    try:
+        offered = ", ".join(generating_models(client)) or "(none)"
+    except (errors.APIError, *TIMEOUT_ERRORS, *TRANSPORT_ERRORS) as exc:
+        offered = f"(listing failed: {type(exc).__name__})"
+    raise UnknownModelError(
+        f"evaluator.model: {model!r} is not served by the Gemini endpoint {endpoint} (HTTP 404: "
+        f"retired or misspelled). Models it offers for generateContent: {offered}"
+    )

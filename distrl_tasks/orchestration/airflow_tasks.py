@@ -31,6 +31,7 @@ from distrl_tasks.orchestration.airflow_params import (
     resolve_round,
     workdir,
 )
+from distrl_tasks.protocol.progress import progress_to_log
 
 DEVICES = "devices"  # queue of the machines attached to devices, and the device-capacity pool
 GPU = "gpu"  # queue of the training machines
@@ -78,13 +79,15 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
         """Checks what a retry cannot fix (the conf, the labeling key), then starts the farm."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from distrl_tasks.evaluators.base import MissingApiKeyError, require_labeling_key
+        from distrl_tasks.config import ConfigError
+        from distrl_tasks.evaluators.base import MissingApiKeyError
+        from distrl_tasks.evaluators.preflight import check_labeling
         from distrl_tasks.stages import farm  # inside the task: parsing the DAG imports no stage
 
         cfg, root, _ = run_config(repo_root)
-        try:
-            require_labeling_key(cfg, gemini_api_key(cfg))
-        except MissingApiKeyError as exc:
+        try:  # a missing key or a retired model: a retry cannot fix either
+            check_labeling(cfg, gemini_api_key(cfg))
+        except (MissingApiKeyError, ConfigError) as exc:
             raise AirflowFailException(str(exc)) from exc
         return farm.start(cfg, workdir=root)
 
@@ -95,7 +98,8 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
         )
 
         cfg, root, _ = run_config(repo_root)
-        return stage.run(cfg, workdir=root)
+        with progress_to_log():
+            return stage.run(cfg, workdir=root)
 
     @task
     def plan_shards() -> list[int]:
@@ -116,14 +120,16 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
             workers=cfg.orchestration.workers,
             adb_address=(farm["host"], farm["port"]) if farm.get("host") else None,
         )
-        return stage.run(cfg, request, workdir=root)
+        with progress_to_log():
+            return stage.run(cfg, request, workdir=root)
 
     @task  # on the simulator the oracle labeled at collection; Gemini needs no device
     def label(collected: list[dict[str, Any]]) -> dict[str, Any]:
         from distrl_tasks.stages import label as stage  # lazy: pyarrow + pandas
 
         cfg, root, params = run_config(repo_root)
-        return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
+        with progress_to_log():
+            return stage.run(cfg, round=params["round"], workdir=root, api_key=gemini_api_key(cfg))
 
     farm = start_farm()
     collected = collect.partial(farm=farm).expand(worker=plan_shards())
@@ -173,7 +179,10 @@ def learning(repo_root: Path, data: Any, farm: Any = None) -> tuple[Any, Any, An
         )
 
         cfg, root = config(data)
-        return stage.run(cfg, round=data["round"], data_version=data["data_version"], workdir=root)
+        with progress_to_log():
+            return stage.run(
+                cfg, round=data["round"], data_version=data["data_version"], workdir=root
+            )
 
     @task(queue=DEVICES)
     def evaluate(
@@ -184,13 +193,16 @@ def learning(repo_root: Path, data: Any, farm: Any = None) -> tuple[Any, Any, An
         )
 
         cfg, root = config(data)
-        return stage.run(
-            cfg,
-            round=data["round"],
-            checkpoint_dir=trained["checkpoint_dir"],
-            workdir=root,
-            adb_address=(farm["host"], farm["port"]) if farm else None,
-        )
+        with progress_to_log():
+            return stage.run(
+                cfg,
+                round=data["round"],
+                checkpoint_dir=trained["checkpoint_dir"],
+                workdir=root,
+                adb_address=(farm["host"], farm["port"]) if farm else None,
+                track=True,
+                progress=True,
+            )
 
     @task
     def register(

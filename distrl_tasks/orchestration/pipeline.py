@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from distrl_tasks.config import Config, modes
-from distrl_tasks.evaluators.base import require_labeling_key
+from distrl_tasks.evaluators.preflight import check_labeling
 from distrl_tasks.orchestration.round_results import (
     RoundResult,
     format_rounds,  # noqa: F401
@@ -125,7 +125,7 @@ def _learn(cfg: Config, result: RoundResult, workdir: str | os.PathLike) -> None
     data_version = result.version["data_version"]
     result.train = train.run(cfg, round=r, data_version=data_version, workdir=workdir)
     ckpt = result.train["checkpoint_dir"]
-    result.evaluate = evaluate.run(cfg, round=r, checkpoint_dir=ckpt, workdir=workdir)
+    result.evaluate = evaluate.run(cfg, round=r, checkpoint_dir=ckpt, workdir=workdir, track=True)
     result.register = register.run(
         cfg,
         round=r,
@@ -201,7 +201,7 @@ def run_rounds(
         raise ValueError(f"budget_s must be > 0, got {budget_s}")
     first = modes.first_round(cfg) if first_round is None else first_round
     modes.check_round(cfg, first)
-    require_labeling_key(cfg)  # before any work: a round labeled by Gemini needs its key
+    check_labeling(cfg)  # before any work: a Gemini round needs its key and a served model
     bootstrap.run(cfg, workdir=workdir)
     results: list[RoundResult] = []
     record = farm.start(cfg, workdir=workdir, owner_pid=os.getpid())

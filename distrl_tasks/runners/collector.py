@@ -20,11 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from tqdm.auto import tqdm
-
 from distrl_tasks.envs.android_env import AndroidEnv, EnvObservation
 from distrl_tasks.envs.device import DeviceError
 from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.runners.gate import EpisodeGate, GateClosed
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy, as_collect_policy
@@ -122,7 +121,7 @@ def trajectory_id(round_: int, serial: str, index: int, prefix: str = "") -> str
 
 class _Progress:
     def __init__(self, total: int, devices: int, enabled: bool, desc: str) -> None:
-        self.bar = tqdm(total=total, desc=desc, unit="traj", disable=not enabled)
+        self.bar = progress_bar(total=total, desc=desc, unit="traj", enabled=enabled)
         self.devices = devices
         self.start = time.monotonic()
         self.lock = threading.Lock()

@@ -150,6 +150,7 @@ def evaluate_on_farm(
     progress: bool = False,
     dynamics: str | None = None,
     capture_ui_xml: bool = False,
+    rows_out: dict[int, list[dict[str, Any]]] | None = None,
 ) -> list[EpisodeResult]:
     """Run every goal once with ``policy`` and judge it with the simulator's oracle.
 
@@ -168,6 +169,8 @@ def evaluate_on_farm(
             ``hostile``; default ``sim.dynamics.profile``). Ignored with ``adb_address`` (switch a
             running farm's devices with ``simctl dynamics set P``).
         capture_ui_xml: give the policy the UI tree too (the scripted expert reads it).
+        rows_out: when given, filled with each played goal's step rows (screenshots included),
+            by goal index, for drawing episodes.
 
     Returns:
         One result per goal, in goal order.
@@ -231,6 +234,8 @@ def evaluate_on_farm(
     ]  # a device given up mid-run leaves its remaining tasks unplayed: they count as failures
     for serial, idx in plan.items():
         for i, ep in zip(idx, collected.episodes[serial], strict=False):
+            if rows_out is not None:
+                rows_out[i] = list(ep.rows)
             out[i] = EpisodeResult(
                 index=i,
                 goal=goals[i],

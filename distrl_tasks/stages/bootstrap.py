@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
 from distrl_tasks.agents.base import REBUILD, BaseCheckpointError, load_base
@@ -50,6 +49,7 @@ from distrl_tasks.algorithms.sft import (
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.protocol.files import atomic_directory, atomic_write_json
+from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.registry import ModelRegistry
@@ -211,8 +211,8 @@ def run(
     try:
         policy = initial_policy(cfg, demos, tokenizer, out, seed)
         policy.max_new_tokens = evaluate.decode_budget(policy)
-        with tqdm(
-            total=settings.steps, desc="sft", unit="step", disable=not progress, dynamic_ncols=True
+        with progress_bar(
+            total=settings.steps, desc="sft", unit="step", enabled=progress, dynamic_ncols=True
         ) as bar:
 
             def show(step: int, loss: float, _elapsed_s: float) -> None:

@@ -113,7 +113,7 @@ def resolve(workdir: str | os.PathLike, path: str | os.PathLike) -> Path:
 # Manifest keys that hold paths. They are stored relative to the manifest's base directory
 # (the workdir, or the directory a manifest sits in) when they lie under it, so a copied or
 # moved workdir keeps working; the manifests the stages return hold absolute paths.
-PATH_KEYS = ("checkpoint_dir", "dvc_file", "episodes_file", "shards")
+PATH_KEYS = ("checkpoint_dir", "dvc_file", "episode_images", "episodes_file", "shards")
 
 
 def _map_paths(manifest: dict[str, Any], fn: Callable[[str], str]) -> dict[str, Any]:

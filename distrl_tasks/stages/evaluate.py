@@ -22,16 +22,23 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from distrl_tasks.agents.policy import AutoUIPolicy, build_policy
 from distrl_tasks.config import Config
+from distrl_tasks.data.episode_drawing import save_episode
 from distrl_tasks.protocol.files import atomic_write_json
-from distrl_tasks.runners.evaluation import evaluate_on_farm, results_as_dicts, summarize
+from distrl_tasks.runners.evaluation import (
+    EpisodeResult,
+    evaluate_on_farm,
+    results_as_dicts,
+    summarize,
+)
 from distrl_tasks.runners.policies import ModelPolicy
-from distrl_tasks.stages.common import located_paths, portable_paths
+from distrl_tasks.stages.common import located_paths, portable_paths, stage_run
 from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.versions import eval_tasks_key
 
@@ -46,6 +53,11 @@ PROTOCOL = 3
 # output that loops without closing its action runs to the budget, so it is no larger than that.
 MIN_BYTE_ACTION_TOKENS = 256
 MIN_SUBWORD_ACTION_TOKENS = 128
+# Episodes drawn per outcome (failed, succeeded) of every evaluation, and the frames each keeps
+# (its first and last steps): bounded, so an evaluation's images stay a few MB.
+DRAWN_PER_OUTCOME = 2
+DRAWN_FRAMES = (3, 8)
+DRAWN_WIDTH = 300
 
 
 def decode_budget(policy: AutoUIPolicy) -> int:
@@ -112,6 +124,7 @@ def run(
     adb_address: tuple[str, int] | None = None,
     devices: int | None = None,
     progress: bool = False,
+    track: bool = False,
 ) -> dict[str, Any]:
     """Evaluate the checkpoint at ``checkpoint_dir``; returns (and stores) a small manifest.
 
@@ -128,14 +141,17 @@ def run(
         adb_address: a running simulator farm to use instead of starting one.
         devices: farm size when one is started (default ``orchestration.eval_devices``).
         progress: show a progress bar.
+        track: log the evaluation (its metrics and the drawn episodes, as images under
+            ``episodes/``) to an MLflow run nested under round ``round``'s run; a reused
+            evaluation was logged when it ran.
 
     Returns:
         ``success_rate``, ``mean_steps``, ``invalid_rate`` (rejected actions / steps),
         ``episodes``, ``errors``, ``tasks_key``, ``per_family`` ({family: episodes,
         success_rate, mean_steps, invalid_rate}), ``round``, ``split``,
         ``task_set``, ``decoding``, ``dynamics`` (the farm's profile, ``external`` with
-        ``adb_address``), ``checkpoint_digest``, ``episodes_file``, ``wall_s`` and
-        ``reused``.
+        ``adb_address``), ``checkpoint_digest``, ``episodes_file``, ``episode_images`` (a few
+        failed and succeeded episodes drawn with their actions, PNG), ``wall_s`` and ``reused``.
     """
     task_set = task_set or cfg.env.task_set
     n = cfg.orchestration.eval_tasks if n_tasks is None else n_tasks
@@ -153,6 +169,7 @@ def run(
     policy.model.eval()
     policy.max_new_tokens = decode_budget(policy)
     start = time.perf_counter()
+    rows: dict[int, list[dict[str, Any]]] = {}
     results = evaluate_on_farm(
         cfg,
         ModelPolicy(policy, greedy=greedy, seed=seed),
@@ -162,11 +179,13 @@ def run(
         devices=devices,
         adb_address=adb_address,
         progress=progress,
+        rows_out=rows,
     )
     wall = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     episodes_file = path.with_name(path.stem + "-episodes.json")
     atomic_write_json(episodes_file, results_as_dicts(results))
+    images = draw_examples(results, rows, path.with_name(path.stem + "-drawn"))
     manifest = {
         **summarize(results),
         "tasks_key": key,
@@ -177,7 +196,41 @@ def run(
         "dynamics": dynamics,
         "checkpoint_digest": digest,
         "episodes_file": str(episodes_file),
+        "episode_images": [str(p) for p in images],
         "wall_s": wall,
     }
+    if track:
+        with stage_run(cfg, workdir, round, "evaluate") as run_:
+            run_.log_metrics(
+                {"eval/success_rate": manifest["success_rate"], "eval/wall_s": wall}, step=round
+            )
+            if images:
+                run_.log_artifacts(images[0].parent, "episodes")
     atomic_write_json(path, portable_paths(manifest, path.parent))
     return {**manifest, "reused": False}
+
+
+def draw_examples(
+    results: list[EpisodeResult],
+    rows: dict[int, list[dict[str, Any]]],
+    out_dir: Path,
+    per_outcome: int = DRAWN_PER_OUTCOME,
+) -> list[Path]:
+    """The first ``per_outcome`` failed and succeeded episodes (goal order) drawn as PNG sheets
+    ``<out_dir>/{failed,succeeded}-<index>.png``; episodes a lost device never played are skipped.
+    """
+    first, last = DRAWN_FRAMES
+    shutil.rmtree(out_dir, ignore_errors=True)  # what a crashed attempt drew is not this one's
+    written = []
+    for outcome, wanted in (("failed", False), ("succeeded", True)):
+        chosen = [r for r in results if r.success == wanted and rows.get(r.index)][:per_outcome]
+        for r in chosen:
+            steps = rows[r.index]
+            if len(steps) > first + last:  # the start and the end say most about an episode
+                steps = steps[:first] + steps[-last:]
+            title = f"{outcome.upper()} | {r.goal} | {r.steps} steps, ended: {r.reason}"
+            path = out_dir / f"{outcome}-{r.index:03d}.png"
+            written.append(
+                save_episode(steps, path, success=r.success, width=DRAWN_WIDTH, title=title)
+            )
+    return written

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from tqdm import tqdm
 
 from distrl_tasks.config import Config
 from distrl_tasks.data.schema import feature_dim_of, table_from_rows
 from distrl_tasks.data.shards import read_verified, verify_shards, write_shard
 from distrl_tasks.data.trajectories import discounted_returns, group_trajectories, observations
 from distrl_tasks.evaluators.agreement import AgreementReport, agreement
+from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.runners.exploration import exploration_metrics, goal_family
 from distrl_tasks.stages import common
 
@@ -56,10 +56,14 @@ def _relabel(traj: pa.Table, success: bool, evaluator: str, gamma: float) -> lis
     return rows
 
 
-def _evaluator(cfg: Config, api_key: str | None):
+def _evaluator(cfg: Config, api_key: str | None, workdir: str | os.PathLike):
     from distrl_tasks.evaluators.gemini import GeminiEvaluator  # lazy: google-genai
 
-    return GeminiEvaluator.from_config(cfg, api_key=api_key)
+    judge = GeminiEvaluator.from_config(
+        cfg, api_key=api_key, cache_dir=common.resolve(workdir, cfg.evaluator.cache_dir)
+    )
+    judge.check_model()  # a retired model fails here, before a shard is read
+    return judge
 
 
 def run(
@@ -85,12 +89,12 @@ def run(
     if not shards:
         raise FileNotFoundError(f"no shards of round {round} in {raw}: run the collect stage first")
     out_dir = common.labeled_dir(cfg, workdir)
-    judge = _evaluator(cfg, api_key) if cfg.evaluator.kind == "gemini" else None
+    judge = _evaluator(cfg, api_key, workdir) if cfg.evaluator.kind == "gemini" else None
     counts = {"labeled": 0, "unlabeled": 0, "unlabeled_retryable": 0, "successes": 0}
     finals: dict[str, Any] = {}  # trajectory id -> its label (True/False, None: unlabeled)
     families: dict[str, str] = {}  # trajectory id -> its goal's family
     written: list[str] = []
-    bar = tqdm(shards, desc=f"label r{round}", unit="shard", disable=not progress)
+    bar = progress_bar(shards, desc=f"label r{round}", unit="shard", enabled=progress)
     with common.stage_run(cfg, workdir, round, "label") as run_, bar:
         for shard in bar:
             table = read_verified([shard])

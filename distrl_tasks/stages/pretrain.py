@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
 from distrl_tasks.agents.base import CARD_FILE, REBUILD, card_model_config
@@ -55,6 +54,7 @@ from distrl_tasks.algorithms.sft import (
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.protocol.files import atomic_write_text, publish_dir
+from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.stages.common import tracker
 from distrl_tasks.tasks.base import GENERAL, TASK_SETS, WEBSHOP
@@ -209,7 +209,9 @@ def run(
             eval_every=pc.pretrain_eval_every,
             patience=pc.pretrain_patience,
         )
-        with tqdm(total=settings.steps, desc="pretrain", unit="step", disable=not progress) as bar:
+        with progress_bar(
+            total=settings.steps, desc="pretrain", unit="step", enabled=progress
+        ) as bar:
 
             def show(step: int, loss: float, _elapsed: float) -> None:
                 bar.update(step - bar.n)

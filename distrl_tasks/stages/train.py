@@ -21,10 +21,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
 from distrl_tasks.config import Config, modes
 from distrl_tasks.protocol.files import atomic_directory
+from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import common
 
 if TYPE_CHECKING:
@@ -143,8 +142,8 @@ def run(
     # critic warm-up, then the actor (bumps learner.policy_version)
     prefit = cfg.algorithm.critic_prefit if latest is None else None
     show = progress and learner.accelerator.is_main_process
-    with tqdm(total=critic_steps + steps, desc=f"train r{round}", unit="step",
-              disable=not show, dynamic_ncols=True) as bar:  # fmt: skip
+    with progress_bar(total=critic_steps + steps, desc=f"train r{round}", unit="step",
+                      enabled=show, dynamic_ncols=True) as bar:  # fmt: skip
 
         def advance(phase: str) -> None:
             bar.set_postfix(phase=phase, refresh=False)

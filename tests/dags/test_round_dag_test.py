@@ -7,6 +7,7 @@ round runs every real stage on the simulator farm.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -114,8 +115,9 @@ def test_offline_mode_ends_the_chain_after_the_offline_phase(round_dag, project:
 
 @pytest.mark.slow
 def test_dag_test_runs_a_tiny_round_on_the_simulator(
-    round_dag, project: Path, registered_policy: int
+    round_dag, project: Path, registered_policy: int, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="distrl_tasks.progress")
     dr = round_dag.test(run_conf={"round": 1})
     states = _states(dr)
     assert dr.state == DagRunState.SUCCESS, states
@@ -134,6 +136,25 @@ def test_dag_test_runs_a_tiny_round_on_the_simulator(
     assert Path(trained["checkpoint_dir"]).is_dir()
     evaluation = _xcom(dr, "evaluate")
     assert evaluation["episodes"] == 2 and 0.0 <= evaluation["success_rate"] <= 1.0
+    # the long tasks wrote their progress to the task log (the CLI draws bars instead)
+    progress = [r.getMessage() for r in caplog.records if r.name == "distrl_tasks.progress"]
+    for bar in ("collect", "train r1", "evaluate"):
+        assert any(line.startswith(bar) for line in progress), (bar, progress[:10])
+    # the evaluation's drawn episodes, on disk and as images of its MLflow run
+    images = [Path(p) for p in evaluation["episode_images"]]
+    assert len(images) == 2 and all(p.suffix == ".png" and p.is_file() for p in images)
+    from distrl_tasks.config import load_config
+    from distrl_tasks.tracking.runs import STAGE_TAG, Tracker
+
+    cfg = load_config(project / "params.yaml")
+    tracker = Tracker.from_config(cfg, root=project)
+    experiment = tracker.client.get_experiment_by_name(cfg.tracking.experiment)
+    (run,) = tracker.client.search_runs(
+        [experiment.experiment_id], f"tags.`{STAGE_TAG}` = 'evaluate'"
+    )
+    logged = tracker.client.list_artifacts(run.info.run_id, "episodes")
+    assert sorted(Path(a.path).name for a in logged) == sorted(p.name for p in images)
+    assert run.data.metrics["eval/success_rate"] == evaluation["success_rate"]
     registered = _xcom(dr, "register")
     assert registered["behavior"] == registered["version"] == registered_policy + 1
     assert states[("trigger_next_round", -1)] == TaskInstanceState.SKIPPED  # rounds = 1
@@ -188,3 +209,25 @@ def test_a_missing_gemini_key_fails_start_farm_once(
         (run,) = DagRun.find(dag_id=dr.dag_id, run_id=dr.run_id, session=session)
         ti = run.get_task_instance("start_farm", session=session)
         assert ti.try_number == 1  # not retried: a retry cannot supply a key
+
+
+def test_a_retired_gemini_model_fails_start_farm_once(
+    round_dag, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakes.gemini_server import FakeGemini
+
+    monkeypatch.setenv("GEMINI_API_KEY", "dag-gemini-key")
+    with FakeGemini(api_key="dag-gemini-key") as fake:
+        overrides = [
+            "evaluator.kind=gemini",
+            f"evaluator.base_url={fake.base_url}",
+            "evaluator.model=gemini-1.5-pro",
+        ]
+        dr = round_dag.test(run_conf={"round": 1, "overrides": overrides})
+    assert dr.state == DagRunState.FAILED
+    assert _states(dr)[("start_farm", -1)] == TaskInstanceState.FAILED
+    with create_session() as session:
+        (run,) = DagRun.find(dag_id=dr.dag_id, run_id=dr.run_id, session=session)
+        ti = run.get_task_instance("start_farm", session=session)
+        assert ti.try_number == 1  # not retried: a retry cannot bring a retired model back
+    assert fake.requests == []  # nothing was collected, so nothing was judged

@@ -38,47 +38,33 @@ def judge_by_goal(request) -> Reply:
     return success() if goal.startswith(("open", "search")) else failure()
 
 
+def _round(project: Path, cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``distrl round --workdir project`` started from ``cwd``, labeled by Gemini."""
+    env = {**os.environ, "GEMINI_API_KEY": KEY, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "distrl_tasks.cli", "round", "--workdir", str(project)]
+    command += ["--config", str(project / "params.yaml"), "--rounds", "1"]
+    for override in ("evaluator.kind=gemini", *overrides):
+        command += ["--set", override]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
 def test_distrl_round_labeled_by_gemini_registers_a_version(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "params.yaml").write_text(TINY_PARAMS)
     first = register_initial_policy(project)
+    elsewhere = tmp_path / "elsewhere"  # the command starts here; nothing may be written here
+    elsewhere.mkdir()
     with FakeGemini(api_key=KEY, responder=judge_by_goal) as fake:
         fake.script(rate_limited(0.2), server_error(503))
-        env = {
-            **os.environ,
-            "GEMINI_API_KEY": KEY,
-            "OMP_NUM_THREADS": "1",
-            "PYTHONUNBUFFERED": "1",
-        }
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "distrl_tasks.cli",
-                "round",
-                "--workdir",
-                str(project),
-                "--config",
-                str(project / "params.yaml"),
-                "--rounds",
-                "1",
-                "--set",
-                "evaluator.kind=gemini",
-                "--set",
-                f"evaluator.base_url={fake.base_url}",
-                "--set",
-                f"evaluator.cache_dir={tmp_path / 'gemini_cache'}",
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        requests = list(fake.requests)
+        proc = _round(project, elsewhere, f"evaluator.base_url={fake.base_url}")
+        requests, gets = list(fake.requests), list(fake.gets)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert KEY not in proc.stdout + proc.stderr  # the key is never printed
+    # the model was checked before any work; every relative path landed in the workdir
+    assert gets[0] == "/v1beta/models/gemini-3.5-flash"
+    assert list(elsewhere.iterdir()) == []
+    assert len(list((project / "runs" / "gemini_cache").glob("??/*.json"))) == 2
 
     cfg = load_config(project / "params.yaml")
     labeled = read_shards(common.labeled_dir(cfg, project)).to_pylist()
@@ -98,3 +84,21 @@ def test_distrl_round_labeled_by_gemini_registers_a_version(tmp_path: Path) -> N
     assert newest.data_version == trained["data_version"] != ""
     metrics = json.dumps(label)
     assert "nan" not in metrics.lower()
+
+
+def test_a_retired_gemini_model_stops_the_round_before_any_work(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "params.yaml").write_text(TINY_PARAMS)
+    with FakeGemini(api_key=KEY) as fake:
+        proc = _round(
+            project,
+            tmp_path,
+            f"evaluator.base_url={fake.base_url}",
+            "evaluator.model=gemini-1.5-pro",
+        )
+        requests = list(fake.requests)
+    assert proc.returncode == 2, proc.stderr[-2000:]  # a config error
+    assert "evaluator.model: 'gemini-1.5-pro' is not served" in proc.stderr
+    assert "gemini-3.5-flash" in proc.stderr  # what the endpoint offers
+    assert requests == [] and not (project / "runs").exists()  # nothing collected, nothing written

@@ -20,10 +20,15 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs
 
 from fakes.scripted_http import ScriptedHTTPServer
 
 _PATH = re.compile(r"^/(?P<version>v1beta|v1)/models/(?P<model>[^/:]+):generateContent$")
+_MODEL = re.compile(r"^/(?P<version>v1beta|v1)/models/(?P<model>[^/:]+)$")
+_LIST = re.compile(r"^/(?P<version>v1beta|v1)/models/?$")
+# What the fake endpoint serves unless a test says otherwise: current stable and preview names.
+CURRENT_MODELS = ("gemini-3.5-flash", "gemini-3.1-flash-lite", "gemini-3.1-pro-preview")
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     403: "PERMISSION_DENIED",
@@ -190,6 +195,8 @@ class FakeGemini(ScriptedHTTPServer):
         api_key: when set, requests without this ``x-goog-api-key`` get HTTP 403.
         default: reply when nothing is scripted (default: a success answer).
         responder: computes a reply from the request (e.g. by goal) when the script is empty.
+        models: the models the endpoint serves; any other answers 404, as a retired one does on
+            the real API (``models.get`` and ``generateContent`` alike).
     """
 
     name = "fake-gemini"
@@ -201,9 +208,11 @@ class FakeGemini(ScriptedHTTPServer):
         api_key: str | None = None,
         default: Reply | None = None,
         responder: Responder | None = None,
+        models: tuple[str, ...] = CURRENT_MODELS,
     ) -> None:
         super().__init__(default=default or success(), responder=responder)
         self.api_key = api_key
+        self.models = models
 
     def record(
         self, path: str, headers: Mapping[str, str], raw: bytes, received_at: float
@@ -213,6 +222,49 @@ class FakeGemini(ScriptedHTTPServer):
     def refuse(self, req: RecordedRequest) -> Reply | None:
         if self.api_key is not None and req.headers.get("x-goog-api-key") != self.api_key:
             return error(403, "API key not valid. Please pass a valid API key.")
-        if _PATH.match(req.path) is None:
+        m = _PATH.match(req.path)
+        if m is None:
             return error(404, f"no such method: {req.path}")
+        if m["model"] not in self.models:
+            return error(404, _not_found(m["model"], m["version"]))
         return None
+
+    def get(self, path: str, query: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        """``models.get`` and ``models.list`` (paged by ``pageSize``/``pageToken``)."""
+        if self.api_key is not None and headers.get("x-goog-api-key") != self.api_key:
+            reply = error(403, "API key not valid. Please pass a valid API key.")
+            return reply.status, reply.body
+        if m := _MODEL.match(path):
+            if m["model"] not in self.models:
+                reply = error(404, _not_found(m["model"], m["version"]))
+                return reply.status, reply.body
+            return 200, _json(_model_resource(m["model"]))
+        if _LIST.match(path):
+            args = parse_qs(query)
+            size = int(args.get("pageSize", ["50"])[0])
+            start = int(args.get("pageToken", ["0"])[0] or 0)
+            page = {"models": [_model_resource(n) for n in self.models[start : start + size]]}
+            if start + size < len(self.models):
+                page["nextPageToken"] = str(start + size)
+            return 200, _json(page)
+        reply = error(404, f"no such resource: {path}")
+        return reply.status, reply.body
+
+
+def _not_found(model: str, version: str) -> str:
+    return (
+        f"models/{model} is not found for API version {version}, or is not supported for "
+        "generateContent. Call ListModels to see the list of available models and their "
+        "supported methods."
+    )
+
+
+def _model_resource(name: str) -> dict[str, Any]:
+    return {
+        "name": f"models/{name}",
+        "version": "001",
+        "displayName": name,
+        "inputTokenLimit": 1048576,
+        "outputTokenLimit": 65536,
+        "supportedGenerationMethods": ["generateContent", "countTokens"],
+    }

@@ -1,6 +1,7 @@
 """The machinery every fake HTTP API of the tests shares: a scriptable JSON server on loopback.
 
-A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a background thread answers POSTs.
+A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a background thread answers POSTs
+(scripted) and GETs (a subclass's read-only resources, :meth:`get`).
 Replies come from the script first (in arrival order), then from a ``responder`` computed from
 the request, then from a default. Every request is recorded, the peak number of requests in
 flight is tracked, a reply may be delayed (a hang the client must time out on; stopping the
@@ -38,6 +39,7 @@ class ScriptedHTTPServer(ABC):
         self.default = default
         self.responder = responder
         self.requests: list[Any] = []
+        self.gets: list[str] = []  # every GET's path and query, in arrival order
         self.max_in_flight = 0
         self._in_flight = 0
         self._queue: deque[Any] = deque()
@@ -58,6 +60,10 @@ class ScriptedHTTPServer(ABC):
     def render(self, reply: Any, request: Any) -> bytes:
         """The response body of ``reply`` to ``request``."""
         return reply.body
+
+    def get(self, path: str, query: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        """``(status, body)`` of a GET; the default API has no readable resources."""
+        return 404, b'{"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}'
 
     # ----- lifecycle --------------------------------------------------------------------------
     def start(self) -> Self:
@@ -145,6 +151,17 @@ def _make_handler(fake: ScriptedHTTPServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (its timeout), as a real client would
             finally:
                 fake._done()
+
+        def do_GET(self) -> None:
+            path, _, query = self.path.partition("?")
+            with fake._lock:
+                fake.gets.append(self.path)
+            status, body = fake.get(path, query, {k.lower(): v for k, v in self.headers.items()})
+            self.send_response(status)
+            self.send_header("Content-Type", fake.content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean

@@ -30,10 +30,12 @@ from fakes.gemini_server import (
 )
 from PIL import Image
 
-from distrl_tasks.config import config_from_dict
+from distrl_tasks.config import ConfigError, config_from_dict
 from distrl_tasks.evaluators.gemini import GeminiEvaluator, MissingApiKeyError, Pricing
+from distrl_tasks.evaluators.gemini_client import EndpointUnavailableError, UnknownModelError
 from distrl_tasks.evaluators.gemini_examples import examples_for
 from distrl_tasks.evaluators.gemini_prompt import EXAMPLES_HEADER, YOUR_TURN_HEADER
+from distrl_tasks.evaluators.preflight import check_labeling
 from distrl_tasks.protocol.ratelimit import RetryPolicy
 
 pytestmark = pytest.mark.integration
@@ -93,10 +95,10 @@ def test_success_records_usage_cost_and_sends_the_prompt(fake: FakeGemini) -> No
     assert (v.calls, v.attempts, v.cache_hit) == (1, 1, False)
     assert (v.prompt_tokens, v.response_tokens) == (1000, 50)
     assert v.cost_usd == pytest.approx((1000 * 1.25 + 50 * 5.0) / 1e6)
-    assert v.latency_s > 0 and v.evaluator == "gemini:gemini-1.5-pro"
+    assert v.latency_s > 0 and v.evaluator == "gemini:gemini-3.5-flash"
 
     (req,) = fake.requests
-    assert req.path == "/v1beta/models/gemini-1.5-pro:generateContent"
+    assert req.path == "/v1beta/models/gemini-3.5-flash:generateContent"
     assert req.headers["x-goog-api-key"] == KEY and KEY not in req.path
     texts, images = req.texts(), req.images()
     assert texts[0].startswith("You're an expert judge") and texts[1] == EXAMPLES_HEADER
@@ -241,8 +243,8 @@ def test_cache_makes_relabeling_free(fake: FakeGemini, tmp_path) -> None:
     assert len(fake.requests) == 2
     other_goal = judge(ev, goal="Open the clock")  # a different goal is a different key
     assert other_goal.status == "failure" and len(fake.requests) == 3
-    newer_model = judge(make(fake, cache_dir=cache_dir, model="gemini-2.0-flash"))
-    assert not newer_model.cache_hit and fake.requests[-1].model == "gemini-2.0-flash"
+    newer_model = judge(make(fake, cache_dir=cache_dir, model="gemini-3.1-flash-lite"))
+    assert not newer_model.cache_hit and fake.requests[-1].model == "gemini-3.1-flash-lite"
 
 
 def test_only_the_last_screenshots_are_judged(fake: FakeGemini) -> None:
@@ -301,7 +303,7 @@ def test_from_config_reads_the_evaluator_section_and_env_key(fake, tmp_path, mon
             "data": {"root": str(tmp_path / "data")},
             "evaluator": {
                 "kind": "gemini",
-                "model": "gemini-test",
+                "model": "gemini-3.1-flash-lite",
                 "base_url": fake.base_url,
                 "concurrency": 3,
                 "requests_per_minute": 6000,
@@ -320,15 +322,77 @@ def test_from_config_reads_the_evaluator_section_and_env_key(fake, tmp_path, mon
     ev = GeminiEvaluator.from_config(cfg)
     assert ev.timeout_s == 2.0
     assert (ev.model, ev.task_set, ev.concurrency, ev.retry.max_retries) == (
-        "gemini-test", "webshop", 3, 1)  # fmt: skip
+        "gemini-3.1-flash-lite", "webshop", 3, 1)  # fmt: skip
     assert (ev.last_screenshots, ev.downscale) == (2, 2)
     assert ev.cache is not None and ev.cache.root == tmp_path / "gemini_cache"
     fake.script(server_error(500), server_error(500))
     v = judge(ev, goal="Go to ebay.com")
     assert v.status == "unlabeled" and v.attempts == 2  # max_retries from the config
     req = fake.requests[-1]
-    assert req.path == "/v1beta/models/gemini-test:generateContent"
+    assert req.path == "/v1beta/models/gemini-3.1-flash-lite:generateContent"
     assert req.headers["x-goog-api-key"] == KEY
     assert len(req.images()) == len(examples_for("webshop")) + 1
     explicit = GeminiEvaluator.from_config(cfg, api_key="from-airflow-connection")
-    assert explicit.name == "gemini:gemini-test"
+    assert explicit.name == "gemini:gemini-3.1-flash-lite"
+
+
+# ----- the model check at start-up, and one endpoint's verdicts never answering for another ------
+def test_check_model_asks_the_endpoint_for_the_model(fake: FakeGemini) -> None:
+    make(fake).check_model()  # the default, a served model: one models.get, nothing else
+    assert fake.gets == ["/v1beta/models/gemini-3.5-flash"] and fake.requests == []
+
+
+def test_a_retired_model_fails_naming_the_key_and_what_the_endpoint_offers(fake) -> None:
+    ev = make(fake, model="gemini-1.5-pro")
+    with pytest.raises(UnknownModelError) as caught:
+        ev.check_model()
+    text = str(caught.value)
+    assert text.startswith("evaluator.model: 'gemini-1.5-pro' is not served")
+    assert "gemini-3.1-flash-lite, gemini-3.1-pro-preview, gemini-3.5-flash" in text
+    assert isinstance(caught.value, ConfigError)  # the CLI prints it as a config error
+    assert fake.gets[0] == "/v1beta/models/gemini-1.5-pro" and "pageSize" in fake.gets[1]
+    # the same name at generateContent: a 404 (as the real API answers), not retried
+    v = judge(ev)
+    assert v.status == "unlabeled" and v.reason.startswith("HTTP 404") and v.attempts == 1
+
+
+def test_the_offered_models_are_listed_across_pages(fake: FakeGemini) -> None:
+    fake.models = tuple(f"gemini-9.{i:03d}-flash" for i in range(130))
+    with pytest.raises(UnknownModelError, match=r"gemini-9\.129-flash$"):
+        make(fake, model="gemini-1.5-pro").check_model()
+    assert [g.split("?")[1] for g in fake.gets[1:]] == [
+        "pageSize=100",
+        "pageSize=100&pageToken=100",
+    ]
+
+
+def test_a_refused_key_or_a_dead_endpoint_is_named_without_the_key(fake: FakeGemini) -> None:
+    with pytest.raises(EndpointUnavailableError, match="HTTP 403") as refused:
+        make(fake, api_key="wrong-key-987").check_model()
+    assert "wrong-key-987" not in str(refused.value)
+    dead = GeminiEvaluator(api_key=KEY, base_url="http://127.0.0.1:9", timeout_s=2.0)
+    with pytest.raises(EndpointUnavailableError, match="could not be reached"):
+        dead.check_model()
+
+
+def test_check_labeling_runs_before_any_work(fake, monkeypatch) -> None:
+    cfg = config_from_dict(
+        {"evaluator": {"kind": "gemini", "base_url": fake.base_url, "model": "gemini-2.5-pro"}}
+    )
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    with pytest.raises(UnknownModelError, match=r"evaluator\.model: 'gemini-2\.5-pro'"):
+        check_labeling(cfg)
+    check_labeling(config_from_dict({"evaluator": {"kind": "gemini", "base_url": fake.base_url}}))
+    gets = len(fake.gets)
+    check_labeling(config_from_dict({}))  # the oracle needs no endpoint
+    assert len(fake.gets) == gets
+
+
+def test_verdicts_of_one_endpoint_never_answer_for_another(fake: FakeGemini, tmp_path) -> None:
+    cache_dir = tmp_path / "cache"
+    assert judge(make(fake, cache_dir=cache_dir)).status == "success"
+    with FakeGemini(api_key=KEY, default=failure()) as other:
+        elsewhere = judge(make(other, cache_dir=cache_dir))
+        assert (elsewhere.status, elsewhere.cache_hit, len(other.requests)) == ("failure", False, 1)
+    again = judge(make(fake, cache_dir=cache_dir))
+    assert (again.status, again.cache_hit) == ("success", True)

@@ -21,6 +21,7 @@ from PIL import Image
 
 from distrl_tasks.analysis import episodes as A
 from distrl_tasks.config import Config, load_config
+from distrl_tasks.data.episode_drawing import FRAME_WIDTH
 from distrl_tasks.data.schema import feature_dim_of, table_from_rows
 from distrl_tasks.data.shards import read_verified, verify_shards, write_shard
 from distrl_tasks.data.trajectories import discounted_returns, group_trajectories, observations
@@ -115,27 +116,27 @@ def test_notebook_runs_headless_on_a_tiny_run(
     outputs = _outputs(nb)
     assert not [o for o in outputs if o.output_type == "error"]
 
-    # six figures inline, and the same six saved as PNG
+    # five figures and two drawn episodes inline, and the same seven saved as PNG
     figures = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(figures) == 6
+    assert len(figures) == 7
     saved = sorted(p.stem for p in (tmp_path / "figures").glob("*.png"))
-    assert saved == sorted(
-        [
-            "success_by_family",
-            "episode_length",
-            "action_types",
-            "tap_heatmap",
-            "episode_strips",
-            "learning_curves",
-        ]
+    episodes = [name for name in saved if name.startswith("episode_")]
+    assert len(episodes) == 2
+    assert sorted(set(saved) - set(episodes)) == sorted(
+        ["success_by_family", "episode_length", "action_types", "tap_heatmap", "learning_curves"]
     )
 
-    # every figure fits a screen: no 8000-pixel strip of twenty panels in one row
+    # every figure fits a screen's width: no 8000-pixel strip of twenty panels in one row
     for png in (tmp_path / "figures").glob("*.png"):
         with Image.open(png) as image:
             width, height = image.size
-        assert 150 <= width <= 2000 and 100 <= height <= 2400, (png.name, image.size)
-        assert width / height <= 6, (png.name, image.size)
+        assert 150 <= width <= 2000, (png.name, image.size)
+        if not png.stem.startswith("episode_"):  # an episode sheet scrolls down, step by step
+            assert 100 <= height <= 2400 and width / height <= 6, (png.name, image.size)
+    for name in episodes:  # whole frames at a readable width (not 130-pixel thumbnails)
+        with Image.open(tmp_path / "figures" / f"{name}.png") as image:
+            columns, rest = divmod(image.width + 6, FRAME_WIDTH + 6)  # 6-pixel gaps
+            assert rest == 0 and 1 <= columns <= 5, image.size
 
     # the success table: every family of the run, both rounds, scripted beats random
     eps = A.episodes(A.load_steps(tiny_run / "data/trajectories/labeled"))

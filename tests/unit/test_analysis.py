@@ -269,11 +269,37 @@ def test_metrics_from_mlflow_and_learning_curves(tmp_path: Path) -> None:
     # perf/ left out; the critic's calibration in
     assert list(curves.columns) == ["critic/brier", "losses/actor", "rollout/success_rate"]
     assert curves["rollout/success_rate"].to_dict() == {1: 0.25, 2: 0.75}
-    fig, axes = plt.subplots(1, 3)
+    # the headline panels hold what has data; the table keeps the rest (critic/brier)
+    panels = A.curve_panels(curves)
+    assert panels == {"success rate": ["rollout/success_rate"], "policy loss": ["losses/actor"]}
+    fig, axes = plt.subplots(1, 2)
     drawn = A.plot_learning_curves(list(axes), curves)
     np.testing.assert_allclose(drawn[1].lines[0].get_ydata(), [2.0, 1.5])
-    with pytest.raises(ValueError, match="3 curves need as many axes, got 1"):
+    assert [t.get_text() for t in drawn[0].get_xticklabels()] == ["1", "2"]
+    assert drawn[0].get_title() == "success rate"
+    with pytest.raises(ValueError, match="2 panels need as many axes, got 1"):
         A.plot_learning_curves([axes[0]], curves)
+    plt.close(fig)
+
+
+def test_learning_curves_read_at_one_round_and_at_fifty() -> None:
+    one = pd.DataFrame({"eval/success_rate": [0.5], "rollout/success_rate": [0.4]}, index=[1])
+    fig, ax = plt.subplots()
+    A.plot_learning_curves([ax], one)
+    fig.canvas.draw()
+    # one round is one tick at that round, not a dot over fractional ticks (0.945 ... 1.050)
+    assert list(ax.get_xticks()) == [1] and ax.get_xlim() == (0.5, 1.5)
+    assert [line.get_marker() for line in ax.lines] == ["o", "o"]
+    assert ax.get_legend() is not None  # two metrics share the panel
+    plt.close(fig)
+    rounds = np.arange(1, 51)
+    fifty = pd.DataFrame({"eval/success_rate": rounds / 100}, index=rounds)
+    fig, ax = plt.subplots()
+    A.plot_learning_curves([ax], fifty)
+    fig.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if 1 <= t <= 50]
+    assert 3 <= len(ticks) <= 12 and all(float(t).is_integer() for t in ticks)
+    assert ax.lines[0].get_marker() in (None, "None", "")  # fifty points: a line, no dots
     plt.close(fig)
 
 

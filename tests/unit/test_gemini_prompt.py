@@ -246,23 +246,25 @@ def test_parse_retry_after(header: str | None, seconds: float | None) -> None:
 # ----- response cache ----------------------------------------------------------------------------
 def test_cache_key_depends_on_every_component() -> None:
     img = _png(8, 8)
-    base = cache_key([img], "Open the clock", "v1", "gemini-1.5-pro", 4)
+    real, test = "https://generativelanguage.googleapis.com", "http://127.0.0.1:8123"
+    base = cache_key([img], "Open the clock", "v1", "gemini-3.5-flash", 4, real)
     assert len(base) == 64
-    assert base == cache_key([img], "Open the clock", "v1", "gemini-1.5-pro", 4)
+    assert base == cache_key([img], "Open the clock", "v1", "gemini-3.5-flash", 4, real)
     variants = [
-        cache_key([_png(8, 8, (0, 0, 0))], "Open the clock", "v1", "gemini-1.5-pro", 4),
-        cache_key([img], "Open the calendar", "v1", "gemini-1.5-pro", 4),
-        cache_key([img], "Open the clock", "v2", "gemini-1.5-pro", 4),
-        cache_key([img], "Open the clock", "v1", "gemini-2.0-flash", 4),
-        cache_key([img], "Open the clock", "v1", "gemini-1.5-pro", 2),
-        cache_key([img, img], "Open the clock", "v1", "gemini-1.5-pro", 4),
+        cache_key([_png(8, 8, (0, 0, 0))], "Open the clock", "v1", "gemini-3.5-flash", 4, real),
+        cache_key([img], "Open the calendar", "v1", "gemini-3.5-flash", 4, real),
+        cache_key([img], "Open the clock", "v2", "gemini-3.5-flash", 4, real),
+        cache_key([img], "Open the clock", "v1", "gemini-3.1-flash-lite", 4, real),
+        cache_key([img], "Open the clock", "v1", "gemini-3.5-flash", 2, real),
+        cache_key([img, img], "Open the clock", "v1", "gemini-3.5-flash", 4, real),
+        cache_key([img], "Open the clock", "v1", "gemini-3.5-flash", 4, test),  # another server
     ]
-    assert len({base, *variants}) == 7
+    assert len({base, *variants}) == 8
 
 
 def test_cache_round_trip_is_atomic_json_and_skips_unlabeled(tmp_path) -> None:
     cache = VerdictCache(tmp_path / "c")
-    key = cache_key([_png(8, 8)], "Open the clock", PROMPT_VERSION, "m", 4)
+    key = cache_key([_png(8, 8)], "Open the clock", PROMPT_VERSION, "m", 4, "http://e")
     assert cache.get(key) is None and len(cache) == 0
     v = Verdict("success", reason="clock open", raw_text="Status: success", prompt_tokens=7)
     path = cache.put(key, v, goal="Open the clock")

@@ -235,7 +235,7 @@ def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> Roun
     common.write_manifest(workdir, round_, "train", train)
     res = RoundResult(round_, collect=manifest, collected_s=time.perf_counter() - t0)
     res.label, res.train = labeled, train
-    res.evaluate = evaluate.run(cfg, round=round_, checkpoint_dir=out, workdir=workdir)
+    res.evaluate = evaluate.run(cfg, round=round_, checkpoint_dir=out, workdir=workdir, track=True)
     res.register = register.run(
         cfg,
         round=round_,
