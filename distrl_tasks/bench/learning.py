@@ -200,7 +200,12 @@ def variants_beside(
 ) -> list[RunRecord]:
     """The records of the exported runs beside the invocation's own: same task sets, methods,
     seeds and SFT checkpoint, other settings (:func:`~distrl_tasks.bench.export.variant_exports`),
-    each with its overrides (a row of its own in the tables)."""
+    each with its overrides (a row of its own in the tables).
+
+    One written before overrides were recorded and named as the benchmark's defaults name it
+    is a run of the defaults (its name is their cache key); any other unknown one is a row of
+    its own (:func:`~distrl_tasks.bench.export.variant_record`).
+    """
     if export_root is None or not sft:
         return []
     from distrl_tasks.stages.evaluate import checkpoint_digest  # lazy: torch + pyarrow
@@ -218,7 +223,16 @@ def variants_beside(
     found = variant_exports(
         export_root, own=own, task_sets=digests, methods=settings.methods, seeds=settings.seeds
     )
-    return [variant_record(e) for e in found]
+    defaults = LearningBenchSettings(config=settings.config)
+    out = []
+    for exported in found:
+        record = exported.run_record
+        if record.overrides is None:
+            ts, method, seed = exported.task_set, record.method, record.seed
+            if exported.name == run_dir(defaults, method, ts, seed, sft[ts], root).name:
+                record.overrides = run_overrides(defaults, method, ts)
+        out.append(record if record.overrides is not None else variant_record(exported))
+    return out
 
 
 def sft_from_export(exported: PolicyExport, root: Path) -> SFTPolicy:

@@ -357,3 +357,47 @@ def test_the_report_from_exports_shows_an_ablation_beside_the_defaults(tmp_path:
         "| DigiRL",
     ]
     assert not root.exists() or not any(root.iterdir())  # nothing ran, nothing written
+
+
+def test_old_exports_without_overrides_are_never_averaged_with_the_defaults(
+    tmp_path: Path,
+) -> None:
+    from distrl_tasks.bench.learning import report_finished
+    from distrl_tasks.bench.setup import run_config, sft_key
+
+    # the committed exports' case: the defaults and an ablation, neither recording overrides
+    settings = dataclasses.replace(
+        LearningBenchSettings.full(), methods=("gigpo",), task_sets=("webshop",), seeds=(0, 1)
+    )
+    kl = dataclasses.replace(settings, overrides=KL)
+    exports, root = tmp_path / "exports", tmp_path / "elsewhere"
+    sft_name = f"sft-webshop-{sft_key(run_config(settings, 'webshop', latency=False), settings)}"
+    sft = an_export(sft_name, None, sft="aa")
+    sft.checkpoint = "aa"
+    sft.sft = {"steps": 10, "success": {"round": 0.1, "test": 0.2, "train": 0.1}}
+    ex.write_export(exports, sft)
+    policy = SFTPolicy("webshop", root / sft_name, root / sft_name / "absent-policy", 10, {}, "")
+    names = {}
+    for s, seed, test in ((settings, 0, 0.4), (settings, 1, 0.2), (kl, 0, 0.1), (kl, 1, 0.3)):
+        names[s is kl, seed] = run_dir(s, "gigpo", "webshop", seed, policy, root).name
+        ex.write_export(exports, an_export(names[s is kl, seed], record("gigpo", seed, test)))
+
+    table, _ = report_finished(settings, root, export_dir=exports, log=[].append)
+    # the defaults' invocation cannot tell the old ablation runs' overrides: each is a row of
+    # its own, named by its cache key, and the defaults' row holds the defaults' runs only
+    key0, key1 = (ex.cache_key(names[True, seed]) for seed in (0, 1))
+    assert table.splitlines()[3:] == sorted(
+        [
+            "| GiGPO | – | – | 15.0 ± 7.1 | 30.0 ± 14.1 |",
+            f"| GiGPO (run={key0}) | – | – | 5.0 ± 0.0 | 10.0 ± 0.0 |",
+            f"| GiGPO (run={key1}) | – | – | 15.0 ± 0.0 | 30.0 ± 0.0 |",
+        ],
+        key=lambda line: (line.count("run="), line),
+    )
+    # the ablation's invocation knows its own runs, and the defaults' by their names
+    table, records = report_finished(kl, root, export_dir=exports, log=[].append)
+    assert [r.overrides for r in records] == [KL, KL]
+    assert table.splitlines()[3:] == [
+        "| GiGPO | – | – | 10.0 ± 7.1 | 20.0 ± 14.1 |",
+        "| GiGPO (algorithm.group.kl_coef=(default)) | – | – | 15.0 ± 7.1 | 30.0 ± 14.1 |",
+    ]
