@@ -1,12 +1,12 @@
 """The scripted expert: solves any parsed task through the UI only, recording AutoUI actions.
 
-Each step reads the UI dump, first clears what the live world put in the way (a loading page,
-an interruption: :mod:`.expert_live`), else asks the family's policy (:mod:`.expert_plans`) for
-the next action, optionally replaces it by a seeded mistake (a wrong tap, a typo, a detour through
-HOME or a wrong
-app), performs it through a :class:`~distrl_tasks.tasks.driver.Driver`, and records it in the
-AutoUI vocabulary. The episode ends with STATUS_TASK_COMPLETE when the policy sees the goal on
-screen, or when the step budget runs out. Recorded actions become behaviour-cloning data.
+Each step reads the UI dump, first clears what the live world put in the way (an interruption,
+a loading page: :mod:`.expert_live`), else asks the family's policy (:mod:`.expert_plans`) for
+the next action, optionally replaces it by a seeded mistake (a wrong tap, a typo, a detour
+through HOME or a wrong app), performs it through a
+:class:`~distrl_tasks.tasks.driver.Driver`, and records it in the AutoUI vocabulary. The episode
+ends with STATUS_TASK_COMPLETE when the policy sees the goal on screen, or when the step budget
+runs out. Recorded actions become behaviour-cloning data.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe,
 from distrl_tasks.protocol.ui_dump import Screen
 from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.driver import AdbDriver, Driver
-from distrl_tasks.tasks.expert_live import interruption, is_loading
+from distrl_tasks.tasks.expert_live import clear_heads_up, interruption, is_loading, wait_for_load
 from distrl_tasks.tasks.expert_plans import plan_for
 from distrl_tasks.tasks.expert_skills import KEY_BACK, KEY_ENTER, KEY_HOME, Act
 from distrl_tasks.tasks.parse import parse_goal
 
 _KEY_TYPES = {KEY_HOME: ActionType.PRESS_HOME, KEY_BACK: ActionType.PRESS_BACK}
 _KEY_TYPES[KEY_ENTER] = ActionType.PRESS_ENTER
-MAX_WAITS = 20  # re-reads of a loading screen per episode before acting anyway
+MAX_WAITS = 20  # re-reads of a loading screen per episode; after them each loading step waits
+STALE_READS = 3  # identical re-reads of a loading screen: the driver cannot show a newer frame
 
 
 @dataclass
@@ -75,13 +76,28 @@ class Expert:
 
     def run(self) -> Episode:
         ep = Episode(self.task.goal, self.task.family)
-        waits = 0
+        waits, stale, last_xml = 0, 0, ""
         while ep.steps < self.max_steps:
-            screen = Screen.parse(self.driver.ui_xml())
-            if is_loading(screen) and waits < MAX_WAITS:
-                waits += 1  # look again: a slow page paints after a frame or two
-                continue
-            act = interruption(screen) or self.plan(screen, self.task.params, self.memo)
+            xml = self.driver.ui_xml()
+            stale = stale + 1 if xml == last_xml else 0
+            last_xml = xml
+            screen = Screen.parse(xml)
+            act = interruption(screen)
+            if act is None and is_loading(screen):
+                if waits < MAX_WAITS and stale < STALE_READS:
+                    waits += 1  # look again: a slow page paints after a frame or two
+                    continue
+                # a one-step driver (or a hung page) shows this frame again: spend a step on a
+                # tap that changes nothing rather than act on the spinner as if it were the page
+                act = wait_for_load(screen)
+            if act is None:
+                memo = dict(self.memo)  # the plan notes what it does: undone if it must wait
+                act = self.plan(screen, self.task.params, self.memo)
+                swipe = clear_heads_up(screen, act)
+                if swipe is not None:
+                    self.memo.clear()
+                    self.memo.update(memo)
+                    act = swipe
             if act is None:
                 self._record(ep, screen, Act("done", why="task complete"))
                 ep.done = True
@@ -91,6 +107,7 @@ class Expert:
                 ep.mistakes += 1
             self._perform(act)
             self._record(ep, screen, act)
+            last_xml = ""  # after an action the same dump is a new observation, not a stale one
         return ep
 
     # ----- mistakes ------------------------------------------------------------------------

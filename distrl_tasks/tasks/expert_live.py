@@ -1,11 +1,14 @@
 """How the expert copes with the live world, from the uiautomator XML alone.
 
-Before its plan acts, the expert clears what the live-world dynamics put in the way: it waits
-out a loading spinner, swipes a heads-up notification away, and dismisses dialogs, sheets,
-banners and interstitials with their *declining* button ("Don't allow", "No thanks", "Wait",
-...), never with an unlabeled close glyph (which may be a fake that opens an ad). When a site
-shows results for a rewritten query ("Showing results for ..."), it takes the "Search instead
-for <original>" link. Plans skip results marked "Sponsored" or "Ad" (see :func:`is_sponsored`).
+Before its plan acts, the expert clears what the live-world dynamics put in the way: it dismisses
+dialogs, sheets, banners and interstitials with their *declining* button ("Don't allow", "No
+thanks", "Wait", ...), never with an unlabeled close glyph (which may be a fake that opens an
+ad). When a site shows results for a rewritten query ("Showing results for ..."), it takes the
+"Search instead for <original>" link. It waits out a loading spinner by reading the screen
+again, or, when the driver shows the same frame again (a one-step policy gets one observation
+per step), with a tap that does nothing (:func:`wait_for_load`). It swipes a heads-up
+notification away only when its next action would touch it (:func:`clear_heads_up`). Plans skip
+results marked "Sponsored" or "Ad" (see :func:`is_sponsored`).
 """
 
 from __future__ import annotations
@@ -31,13 +34,45 @@ def is_loading(screen: Screen) -> bool:
     return screen.first(lambda n: n.cls.endswith("ProgressBar")) is not None
 
 
+def wait_for_load(screen: Screen) -> Act:
+    """A step that changes nothing while a page loads: a tap on the status bar between the clock
+    and the battery (a slow page paints before the action lands, so a tap on the spinner's spot
+    could hit whatever the page puts there)."""
+    bar = screen.first(lambda n: n.rid.endswith("systemui:id/status_bar"))
+    x1, y1, x2, y2 = bar.bounds if bar is not None else (0, 0, screen.width, screen.height // 30)
+    # the upper quarter: a heads-up notification overlaps the status bar's lower part
+    return Act(
+        "tap",
+        (x1 + x2) / 2,
+        y1 + (y2 - y1) / 4,
+        (x1 + x2) / 2,
+        y1 + (y2 - y1) / 4,
+        why="wait for the page to load",
+    )
+
+
+def heads_up(screen: Screen) -> UINode | None:
+    """The heads-up notification over the top of the screen, if one is shown."""
+    return screen.first(lambda n: n.rid.endswith("systemui:id/heads_up"))
+
+
+def clear_heads_up(screen: Screen, act: Act | None) -> Act | None:
+    """The swipe that clears a heads-up notification from ``act``'s way, or None when there is
+    none or ``act`` does not touch it (it is not modal, and it times out after a few inputs)."""
+    note = heads_up(screen)
+    if note is None or act is None or act.kind not in ("tap", "swipe"):
+        return None
+    x1, y1, x2, y2 = note.bounds
+    if not (x1 <= act.x < x2 and y1 <= act.y < y2):
+        return None
+    cy = (y1 + y2) / 2
+    return Act("swipe", (x1 + x2) / 2, cy, x2 - 1, cy, why="swipe the notification away")
+
+
 def interruption(screen: Screen) -> Act | None:
-    """The action that clears an interruption on ``screen``, or None when there is none."""
-    heads_up = screen.first(lambda n: n.rid.endswith("systemui:id/heads_up"))
-    if heads_up is not None:
-        x1, y1, x2, y2 = heads_up.bounds
-        cy = (y1 + y2) / 2
-        return Act("swipe", (x1 + x2) / 2, cy, x2 - 1, cy, why="swipe the notification away")
+    """The action that clears a modal interruption on ``screen`` (a dialog, a sheet, a banner,
+    a rewritten query), or None when there is none. A heads-up notification is not one: it is
+    swiped away only when it is in the way (:func:`clear_heads_up`)."""
     for label in DISMISS_LABELS:
         button = screen.first(
             lambda n, lab=label: n.clickable and n.cls.endswith("Button") and n.label.lower() == lab

@@ -144,8 +144,7 @@ class Dynamics:
                     else "update"
                 )
                 self.queue.insert(0, overlays.heads_up(kind))
-        if self.overlay is None and self.queue:
-            self.overlay = self.queue.pop(0)
+        self._promote()
         if len(self.queue) + (self.overlay is not None) != shown or self.loading:
             phone._touch()
 
@@ -324,15 +323,30 @@ class Dynamics:
         if self.overlay is not None and self.overlay.modal:
             self.overlay = None
         self.queue = [o for o in self.queue if not o.modal]
-        if self.overlay is None and self.queue:
-            self.overlay = self.queue.pop(0)
+        self._promote()
 
     def _close(self, phone: PhoneHost) -> None:
         closed = self.overlay
         if closed is not None and closed.name == "app_interstitial" and self.interstitial_back == 0:
             self.interstitial_back = 1
-        self.overlay = self.queue.pop(0) if self.queue else None
+        self.overlay = None
+        self._promote()
         phone._touch()
+
+    def _promote(self) -> None:
+        """Put the next queued overlay on screen, a waiting dialog before a heads-up (which steps
+        back behind it): a heads-up never hides a modal dialog, so one timing out on an input
+        never uncovers a dialog that swallows that input before the agent could see it."""
+        if self.overlay is not None and self.overlay.modal:
+            return
+        i = next((k for k, o in enumerate(self.queue) if o.modal), None)
+        if i is not None:
+            dialog = self.queue.pop(i)
+            if self.overlay is not None:
+                self.queue.insert(0, self.overlay)
+            self.overlay = dialog
+        elif self.overlay is None and self.queue:
+            self.overlay = self.queue.pop(0)
 
     def _act(self, phone: PhoneHost, action: str) -> None:
         self._close(phone)
