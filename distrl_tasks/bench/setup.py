@@ -161,6 +161,22 @@ MODE_KEYS: dict[str, str] = {
 }
 
 
+# The Gemini evaluator's keys at the values every cached run hashed: with oracle verdicts
+# (evaluator.kind) no run reads them, so they are hashed at these values whatever the config
+# says, and one added later not at all; a new Gemini default keeps the oracle runs' cache.
+ORACLE_UNREAD_KEYS: dict[str, Any] = {
+    "evaluator.base_url": "",
+    "evaluator.cache_dir": "runs/gemini_cache",
+    "evaluator.concurrency": 4,
+    "evaluator.downscale": 4,
+    "evaluator.last_screenshots": 1,
+    "evaluator.max_retries": 5,
+    "evaluator.model": "gemini-1.5-pro",
+    "evaluator.requests_per_minute": 60,
+    "evaluator.timeout_s": 60.0,
+}
+
+
 def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
@@ -176,7 +192,11 @@ def _cache_view(cfg: Config) -> dict[str, Any]:
             return False
         return k not in NEUTRAL_NEW_KEYS or NEUTRAL_NEW_KEYS[k] != v
 
-    return {k: v for k, v in flat.items() if counts(k, v)}
+    view = {k: v for k, v in flat.items() if counts(k, v)}
+    if flat.get("evaluator.kind") == "oracle":
+        view = {k: v for k, v in view.items() if not k.startswith("evaluator.")}
+        view |= {"evaluator.kind": "oracle", **ORACLE_UNREAD_KEYS}
+    return view
 
 
 # Settings that shape a result but are no config key (the others reach the config: run_config)
@@ -203,7 +223,9 @@ def run_overrides(settings: LearningBenchSettings, method: str, task_set: str) -
         run_config(settings, task_set, method=method),
         run_config(base, task_set, method=method),
     )
-    mine, default = mine_cfg.to_flat_dict(), default_cfg.to_flat_dict()
+    # the hashed value where the key is hashed (a pinned one: ORACLE_UNREAD_KEYS), else the set one
+    mine = {**mine_cfg.to_flat_dict(), **_cache_view(mine_cfg)}
+    default = {**default_cfg.to_flat_dict(), **_cache_view(default_cfg)}
     named = {*_cache_view(mine_cfg), *_cache_view(default_cfg)}
     out = {k: mine.get(k) for k in sorted(named) if mine.get(k) != default.get(k)}
     for name in RESULT_SETTINGS:

@@ -367,8 +367,8 @@ def test_old_exports_without_overrides_are_never_averaged_with_the_defaults(
 
     # the committed exports' case: the defaults and an ablation, neither recording overrides
     settings = dataclasses.replace(
-        LearningBenchSettings.full(), methods=("gigpo",), task_sets=("webshop",), seeds=(0, 1)
-    )
+        LearningBenchSettings.full(), methods=("gigpo",), task_sets=("webshop",), seeds=(3, 4)
+    )  # seeds 0-2 could be named as the committed KL ablation (LEGACY_OVERRIDES knows those)
     kl = dataclasses.replace(settings, overrides=KL)
     exports, root = tmp_path / "exports", tmp_path / "elsewhere"
     sft_name = f"sft-webshop-{sft_key(run_config(settings, 'webshop', latency=False), settings)}"
@@ -378,14 +378,14 @@ def test_old_exports_without_overrides_are_never_averaged_with_the_defaults(
     ex.write_export(exports, sft)
     policy = SFTPolicy("webshop", root / sft_name, root / sft_name / "absent-policy", 10, {}, "")
     names = {}
-    for s, seed, test in ((settings, 0, 0.4), (settings, 1, 0.2), (kl, 0, 0.1), (kl, 1, 0.3)):
+    for s, seed, test in ((settings, 3, 0.4), (settings, 4, 0.2), (kl, 3, 0.1), (kl, 4, 0.3)):
         names[s is kl, seed] = run_dir(s, "gigpo", "webshop", seed, policy, root).name
         ex.write_export(exports, an_export(names[s is kl, seed], record("gigpo", seed, test)))
 
     table, _ = report_finished(settings, root, export_dir=exports, log=[].append)
     # the defaults' invocation cannot tell the old ablation runs' overrides: each is a row of
     # its own, named by its cache key, and the defaults' row holds the defaults' runs only
-    key0, key1 = (ex.cache_key(names[True, seed]) for seed in (0, 1))
+    key0, key1 = (ex.cache_key(names[True, seed]) for seed in (3, 4))
     assert table.splitlines()[3:] == sorted(
         [
             "| GiGPO | – | – | 15.0 ± 7.1 | 30.0 ± 14.1 |",
@@ -401,3 +401,24 @@ def test_old_exports_without_overrides_are_never_averaged_with_the_defaults(
         "| GiGPO | – | – | 10.0 ± 7.1 | 20.0 ± 14.1 |",
         "| GiGPO (algorithm.group.kl_coef=(default)) | – | – | 15.0 ± 7.1 | 30.0 ± 14.1 |",
     ]
+
+
+def test_gemini_settings_name_no_oracle_run() -> None:
+    from distrl_tasks.bench.setup import ORACLE_UNREAD_KEYS, _cache_view, run_config
+
+    full = LearningBenchSettings.full()
+    sft = SFTPolicy("webshop", Path("/r/sft-webshop-k"), Path("/r/p"), 10, {}, "t")
+
+    def named(overrides: dict) -> str:
+        settings = dataclasses.replace(full, overrides=overrides)
+        return run_dir(settings, "gigpo", "webshop", 0, sft, Path("/r")).name
+
+    # oracle verdicts read no Gemini key: a new Gemini default keeps the cached runs' names
+    view = _cache_view(run_config(full, "webshop", method="gigpo"))
+    assert {k: view[k] for k in ORACLE_UNREAD_KEYS} == ORACLE_UNREAD_KEYS
+    assert named({"evaluator.model": "another-model"}) == named({})
+    gemini = dataclasses.replace(full, overrides={"evaluator.model": "another-model"})
+    assert run_overrides(gemini, "gigpo", "webshop") == {}
+    # with Gemini verdicts they shape the labels: another model is another run
+    judged = {"evaluator.kind": "gemini"}
+    assert named({**judged, "evaluator.model": "another-model"}) != named(judged)

@@ -265,7 +265,13 @@ def test_sft_cache_key_names_the_base_by_its_card(tmp_path: Path) -> None:
 
 
 def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
-    from distrl_tasks.bench.setup import NEUTRAL_NEW_KEYS, STORAGE_KEYS, _cache_view, _digest
+    from distrl_tasks.bench.setup import (
+        NEUTRAL_NEW_KEYS,
+        ORACLE_UNREAD_KEYS,
+        STORAGE_KEYS,
+        _cache_view,
+        _digest,
+    )
 
     smoke = LearningBenchSettings.smoke()
     default = run_config(smoke, "general", latency=False)
@@ -280,6 +286,7 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     # The key of a config that predates the new key is the key of the same config today.
     skip = set(NEUTRAL_NEW_KEYS) | STORAGE_KEYS
     before = {k: v for k, v in base.to_flat_dict().items() if k not in skip}
+    before |= ORACLE_UNREAD_KEYS  # oracle verdicts: the Gemini keys at the cached runs' values
     assert _cache_view(base) == before
     assert _digest(_cache_view(base)) == _digest(before)
     # a mode's key stays out while the mode is off, and counts once it is on
