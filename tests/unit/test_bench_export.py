@@ -128,6 +128,7 @@ def test_machines_line_and_sft_mismatches() -> None:
 
 
 def test_a_run_is_named_alike_on_every_machine_and_old_names_are_renamed(tmp_path: Path) -> None:
+    from distrl_tasks.bench import setup
     from distrl_tasks.bench.setup import _cache_view, _digest, run_config
 
     settings = LearningBenchSettings.smoke()
@@ -143,7 +144,9 @@ def test_a_run_is_named_alike_on_every_machine_and_old_names_are_renamed(tmp_pat
     sft = SFTPolicy("general", root / "sft-general-k", root / "p", 10, {}, "t")
     cfg = run_config(settings, "general", method="distrl", seed=0)
     evals = (settings.budget_s, settings.eval_test, settings.eval_train)
-    legacy = root / f"general-distrl-s0-{_digest([_cache_view(cfg), *evals, str(sft.workdir)])}"
+    # moved config keys are hashed under their old names where setup renames them (issue 54)
+    view = getattr(setup, "_hashed", dict)(_cache_view(cfg))
+    legacy = root / f"general-distrl-s0-{_digest([view, *evals, str(sft.workdir)])}"
     (legacy / "runs").mkdir(parents=True)
     (legacy / "bench_record.json").write_text("{}")
     moved = run_dir(settings, "distrl", "general", 0, sft, root)
