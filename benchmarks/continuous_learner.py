@@ -69,8 +69,8 @@ def main() -> None:
         labeled,
         10**6,  # every round the run labeled
         capacity=cfg.data.replay_capacity,
-        alpha=cfg.algorithm.priority_alpha,
-        beta=cfg.algorithm.priority_beta,
+        alpha=cfg.algorithm.distrl.priority_alpha,
+        beta=cfg.algorithm.distrl.priority_beta,
         seed=0,
     )
     policy = build_policy(cfg.agent, checkpoint_dir=newest_policy(args.run), seed=0)

@@ -9,8 +9,8 @@ Usage::
 writes them under ``runs/pretrain/goals``: generated goals of every family that neither the
 corpus nor the AitW test files hold). For the base, then for the bootstrap started from it at
 each SFT learning rate (the bootstrap stage as a round runs it: General expert demonstrations,
-``agent.sft_steps`` steps; everything else from ``params.yaml``) at each learning rate and
-each goal mix (``agent.sft_goal_mix``: every family alike, or the train file's lines), the
+``agent.sft.steps`` steps; everything else from ``params.yaml``) at each learning rate and
+each goal mix (``agent.sft.goal_mix``: every family alike, or the train file's lines), the
 policy is evaluated greedy in the static world on every held-out goal of both task sets and,
 with ``--test N``, on the first N AitW General test goals in the live world (where the RL rounds
 start from it). The bootstrap trains on General only, so WebShop's column measures what it
@@ -69,7 +69,7 @@ def main() -> None:
     for lr, mix in itertools.product(args.lrs, args.mixes):
         # the bootstrap's demonstrations come from the AitW train goals, as in a round
         boot_cfg = load_config(
-            "params.yaml", [*overrides[:2], f"agent.sft_lr={lr}", f"agent.sft_goal_mix={mix}"]
+            "params.yaml", [*overrides[:2], f"agent.sft.lr={lr}", f"agent.sft.goal_mix={mix}"]
         )
         boot = bootstrap.run(boot_cfg, workdir=root / f"lr{lr:g}-{mix}", eval_tasks=8,
                              threads=args.threads)  # fmt: skip

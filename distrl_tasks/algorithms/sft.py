@@ -111,7 +111,7 @@ class Demo:
 
 @dataclass(frozen=True)
 class SFTSettings:
-    """Supervised fine-tuning hyperparameters (proposed config section ``agent.sft_*``).
+    """Supervised fine-tuning hyperparameters (the config section ``agent.sft``).
 
     Training from scratch wants a far larger step size than RL fine-tuning (``algorithm.lm_lr``
     is 1e-4 with gradients clipped to 0.01): the defaults were measured in benchmarks/sft.py.

@@ -25,6 +25,8 @@ from distrl_tasks.config.sections import (
     EvaluatorConfig,
     ExplorationConfig,
     OrchestrationConfig,
+    PretrainConfig,
+    SFTConfig,
     TrackingConfig,
 )
 from distrl_tasks.config.sim_sections import (
@@ -34,9 +36,10 @@ from distrl_tasks.config.sim_sections import (
     LatencyConfig,
     SimConfig,
 )
-from distrl_tasks.config.typed_yaml import ConfigError, parse_override
+from distrl_tasks.config.typed_yaml import MOVED_KEYS, ConfigError, parse_override
 
 __all__ = [
+    "MOVED_KEYS",
     "TASK_SETS",
     "AgentConfig",
     "AlgorithmConfig",
@@ -56,6 +59,8 @@ __all__ = [
     "GroupConfig",
     "LatencyConfig",
     "OrchestrationConfig",
+    "PretrainConfig",
+    "SFTConfig",
     "SimConfig",
     "TrackingConfig",
     "config_from_dict",

@@ -26,6 +26,7 @@ import tokenize
 from typing import Any
 
 from distrl_tasks.config.loader import Config
+from distrl_tasks.config.typed_yaml import MOVED_KEYS
 
 _HEADER = """\
 # Configuration reference
@@ -136,6 +137,15 @@ def render_markdown() -> str:
     out: list[str] = [_HEADER]
     for f in dataclasses.fields(Config):
         _section(type(_default(f)), f.name, out)
+    out += [
+        "## Moved keys",
+        "",
+        "Keys that moved into a section; loading one is an error naming its new place.",
+        "",
+        "| old key | new key |",
+        "|---|---|",
+        *(f"| `{old}` | `{new}` |" for old, new in MOVED_KEYS.items()),
+    ]
     return "\n".join(out).rstrip() + "\n"
 
 

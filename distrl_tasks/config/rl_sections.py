@@ -1,10 +1,11 @@
 """Nested sections of the RL and asynchronous-training settings (issue 21).
 
 Kept apart from :mod:`distrl_tasks.config.sections` (which nests them) so that each module stays
-small: ``algorithm.distrl`` (A-RIDE's form), ``algorithm.critic_prefit`` (the critic fitted before
-the actor trusts it), ``orchestration.continuous`` (the learner that never waits and the
-staleness bound) and ``orchestration.curriculum`` (goals drawn by difficulty). Every class checks
-its own values and names the dotted key in its :class:`ConfigError`.
+small: ``algorithm.distrl`` (A-RIDE's form and its DPER priorities), ``algorithm.critic_prefit``
+(the critic fitted before the actor trusts it), ``orchestration.continuous`` (the learner that
+never waits and the staleness bound) and ``orchestration.curriculum`` (goals drawn by
+difficulty). Every class checks its own values and names the dotted key in its
+:class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -37,10 +38,17 @@ class DistRLConfig:
     # current policy and critic; "new" scores only trajectories no earlier round scored and
     # keeps the others' last priority (saved with the learner state), as Ape-X does
     rescore: Literal["all", "new"] = "all"
+    priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01)  # DPER w1 |delta|, w2 rho, w3 H
+    priority_alpha: float = 0.5  # prioritized sampling exponent (the replay's, any algorithm)
+    priority_beta: float = 0.4  # importance-weight exponent of prioritized sampling
+    priority_rho_clip: float = 10.0  # cap on rho inside DPER priorities (one stale trajectory)
 
     def validate(self, key: str) -> None:
         _check(0.0 < self.top_p <= 1.0, f"{key}.top_p", "must be in (0, 1]")
         _check(1 <= self.windows <= 1024, f"{key}.windows", "must be in 1..1024")
+        _check(0.0 <= self.priority_alpha <= 1.0, f"{key}.priority_alpha", "must be in [0, 1]")
+        _check(0.0 <= self.priority_beta <= 1.0, f"{key}.priority_beta", "must be in [0, 1]")
+        _check(self.priority_rho_clip > 0, f"{key}.priority_rho_clip", "must be > 0")
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def initial_policy(
     texts = [d.prompt for d in demos] + [d.target for d in demos]
     texts += load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
     tok = SentencePieceTokenizer(
-        train_tokenizer(texts, work / "tokenizer", vocab_size=cfg.agent.sft_vocab_size)
+        train_tokenizer(texts, work / "tokenizer", vocab_size=cfg.agent.sft.vocab_size)
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -150,14 +150,14 @@ def run(
             relative tracking URIs resolve against it).
         episodes_per_device: demonstrations per simulated device
             (``orchestration.devices_per_worker`` devices; default
-            ``agent.sft_episodes_per_device``).
-        mistake_rate: the expert's mistake rate (default ``agent.sft_mistake_rate``).
-        sft: training settings (default: ``agent.sft_steps``, ``sft_batch_size``, ``sft_lr``).
+            ``agent.sft.episodes_per_device``).
+        mistake_rate: the expert's mistake rate (default ``agent.sft.mistake_rate``).
+        sft: training settings (default: ``agent.sft.steps``, ``batch_size``, ``lr``).
         eval_splits: splits the SFT policy is evaluated on (the first is registered).
         eval_tasks: tasks per evaluation (default ``orchestration.eval_tasks``).
         threads: torch threads while training (default: the CPUs this process may use).
         tokenizer: ``sentencepiece`` (a BPE vocabulary fitted to the demos, see
-            :func:`initial_policy`) or ``byte``; default ``agent.sft_tokenizer``.
+            :func:`initial_policy`) or ``byte``; default ``agent.sft.tokenizer``.
         seed: seeds the model initialisation and the batch order.
         progress: show progress bars.
 
@@ -176,11 +176,11 @@ def run(
     if not (cfg.agent.checkpoint_dir or cfg.agent.model != "tiny"):
         load_base(cfg.agent.base_checkpoint)  # a bad base fails here, before any demo is recorded
     started = time.perf_counter()
-    rate = mistake_rate if mistake_rate is not None else cfg.agent.sft_mistake_rate
+    rate = mistake_rate if mistake_rate is not None else cfg.agent.sft.mistake_rate
     ag = cfg.agent
-    settings = sft or SFTSettings(steps=ag.sft_steps, batch_size=ag.sft_batch_size, lr=ag.sft_lr)
-    episodes_per_device = episodes_per_device or ag.sft_episodes_per_device
-    tokenizer = tokenizer or ag.sft_tokenizer
+    settings = sft or SFTSettings(steps=ag.sft.steps, batch_size=ag.sft.batch_size, lr=ag.sft.lr)
+    episodes_per_device = episodes_per_device or ag.sft.episodes_per_device
+    tokenizer = tokenizer or ag.sft.tokenizer
     demo_cfg = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, expert_mistake_rate=rate))
     if cfg.env.device_kind == "sim":  # the demos' labels: see DEMO_LABELS
         demo_cfg = dataclasses.replace(
@@ -197,7 +197,7 @@ def run(
             split="train",
             progress=progress,
             dynamics=cfg.sim.dynamics.bootstrap_profile,
-            goal_mix=ag.sft_goal_mix,
+            goal_mix=ag.sft.goal_mix,
         ),
     )
     columns = [*DEMO_COLUMNS, *(["screenshot_png"] if cfg.agent.model == "vlm" else [])]
@@ -262,7 +262,7 @@ def run(
         "demo_success_rate": collected["success_rate"],
         "demos": len(demos),
         "mistake_rate": rate,
-        "goal_mix": ag.sft_goal_mix,
+        "goal_mix": ag.sft.goal_mix,
         "tokenizer": getattr(policy.tokenizer, "kind", "vlm"),
         "base_checkpoint": "" if cfg.agent.checkpoint_dir else cfg.agent.base_checkpoint,
         "sft_steps": result.steps,

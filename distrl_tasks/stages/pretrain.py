@@ -13,7 +13,7 @@ builds the equivalent for the tiny policy:
    Parquet shards, plus mistake-free demonstrations on the held-out goals;
 3. fits a SentencePiece vocabulary on the corpus and behaviour-clones a fresh tiny policy (copy
    head with match bias, :mod:`distrl_tasks.agents.autoui`) with the SFT loop until the held-out
-   demonstrations' loss plateaus (``agent.pretrain_eval_every`` / ``pretrain_patience``; the
+   demonstrations' loss plateaus (``agent.pretrain.eval_every`` / ``patience``; the
    best measured weights are kept);
 4. measures it on every held-out goal (success overall and per family, typed-query match) and
    saves the checkpoint with a model card (:mod:`distrl_tasks.agents.base`) to the output
@@ -21,7 +21,7 @@ builds the equivalent for the tiny policy:
 
 Idempotent and resumable: each step reuses its finished output (goal files, collect manifests,
 the final checkpoint), and training saves its whole state under ``runs/pretrain/sft_state`` at
-every held-out measurement, so a run of hours goes in parts (``agent.pretrain_time_budget_s``
+every held-out measurement, so a run of hours goes in parts (``agent.pretrain.time_budget_s``
 per part, or a kill) and the same command goes on from the last measurement.
 """
 
@@ -82,15 +82,15 @@ def write_goal_files(cfg: Config, work: Path, seed: int) -> dict[str, dict[str, 
     which measure the base, are texts in neither the training goals nor the test files.
     """
     pc = cfg.agent
-    sizes = {GENERAL: pc.pretrain_goals, WEBSHOP: pc.pretrain_webshop_goals}
+    sizes = {GENERAL: pc.pretrain.goals, WEBSHOP: pc.pretrain.webshop_goals}
     counts: dict[str, dict[str, Any]] = {}
     for i, task_set in enumerate(TASK_SETS):
         corpus = balanced_corpus(
             task_set,
             sizes[task_set],
-            pc.pretrain_heldout_per_family,
+            pc.pretrain.heldout_per_family,
             seed=seed * 10 + i,
-            search_share=pc.pretrain_search_share,
+            search_share=pc.pretrain.search_share,
             extra=load_goals(task_set, "train"),
         )
         _write_goals(work / "goals" / f"{task_set}_train.txt", corpus.train)
@@ -116,14 +116,14 @@ def record_demos(
             cfg,
             env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals")),
             sim=dataclasses.replace(
-                cfg.sim, expert_mistake_rate=0.0 if heldout else pc.pretrain_mistake_rate
+                cfg.sim, expert_mistake_rate=0.0 if heldout else pc.pretrain.mistake_rate
             ),
         )
-        episodes = pc.pretrain_episodes_per_device
+        episodes = pc.pretrain.episodes_per_device
         if heldout:
-            episodes = pc.pretrain_heldout_episodes_per_device
+            episodes = pc.pretrain.heldout_episodes_per_device
         elif task_set == WEBSHOP:
-            episodes = pc.pretrain_webshop_episodes_per_device
+            episodes = pc.pretrain.webshop_episodes_per_device
         out_dir = work / ("demos_heldout" if heldout else "demos") / task_set
         out = collect.run(
             set_cfg,
@@ -170,7 +170,7 @@ def run(
     """Build the base policy; returns its model card (also written next to the weights).
 
     Args:
-        cfg: configuration (``agent.pretrain_*``, sim farm, image encoder, tracking).
+        cfg: configuration (``agent.pretrain``, sim farm, image encoder, tracking).
         workdir: project directory (goals, demos and scratch under ``runs/pretrain``).
         out: checkpoint directory to write (default ``runs/pretrain/base``); replaced atomically.
         seed: seeds the goals, the model initialisation and the batch order.
@@ -190,10 +190,10 @@ def run(
                   f.read_text().splitlines()]  # fmt: skip
     texts = [d.prompt for d in demos] + [d.target for d in demos] + goals_text
     tok = SentencePieceTokenizer(
-        train_tokenizer(texts, work / "tokenizer", vocab_size=pc.sft_vocab_size)
+        train_tokenizer(texts, work / "tokenizer", vocab_size=pc.sft.vocab_size)
     )
     previous_threads = torch.get_num_threads()
-    torch.set_num_threads(pc.pretrain_threads or len(os.sched_getaffinity(0)))
+    torch.set_num_threads(pc.pretrain.threads or len(os.sched_getaffinity(0)))
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -201,13 +201,13 @@ def run(
         policy = AutoUIPolicy(model, tok, max_prompt_tokens=pc.max_prompt_tokens)
         policy.max_new_tokens = evaluate.MIN_SUBWORD_ACTION_TOKENS
         settings = SFTSettings(
-            steps=pc.pretrain_steps,
-            batch_size=pc.pretrain_batch_size,
-            lr=pc.pretrain_lr,
-            warmup_steps=min(100, pc.pretrain_steps // 10),
-            time_budget_s=pc.pretrain_time_budget_s or None,
-            eval_every=pc.pretrain_eval_every,
-            patience=pc.pretrain_patience,
+            steps=pc.pretrain.steps,
+            batch_size=pc.pretrain.batch_size,
+            lr=pc.pretrain.lr,
+            warmup_steps=min(100, pc.pretrain.steps // 10),
+            time_budget_s=pc.pretrain.time_budget_s or None,
+            eval_every=pc.pretrain.eval_every,
+            patience=pc.pretrain.patience,
         )
         with progress_bar(
             total=settings.steps, desc="pretrain", unit="step", enabled=progress
@@ -230,7 +230,7 @@ def run(
         torch.set_num_threads(previous_threads)
     if result.stopped == "time_budget":
         print(
-            f"pretrain: part {result.parts} ended after {pc.pretrain_time_budget_s:.0f} s at "
+            f"pretrain: part {result.parts} ended after {pc.pretrain.time_budget_s:.0f} s at "
             f"step {result.steps} (held-out loss {_last_heldout(result)}); run the same command "
             "again to go on from there"
         )
@@ -250,8 +250,8 @@ def run(
             "examples": len(demos),
             "sha256": corpus_sha256(work),
             "dynamics": cfg.sim.dynamics.bootstrap_profile,
-            "mistake_rate": pc.pretrain_mistake_rate,
-            "search_share": pc.pretrain_search_share,
+            "mistake_rate": pc.pretrain.mistake_rate,
+            "search_share": pc.pretrain.search_share,
         },
         "training": {
             "steps": result.steps,
@@ -265,7 +265,7 @@ def run(
             "stopped": result.stopped,
             "parts": result.parts,
             "train_wall_s": result.wall_s,
-            "threads": pc.pretrain_threads or len(os.sched_getaffinity(0)),
+            "threads": pc.pretrain.threads or len(os.sched_getaffinity(0)),
         },
         "skills": skills,
         "model_config": card_model_config(model.config),

@@ -37,8 +37,8 @@ def _replay(cfg: Config, workdir: str | os.PathLike):
         common.labeled_dir(cfg, workdir),
         cfg.data.replay_window_rounds,
         capacity=cfg.data.replay_capacity,
-        alpha=cfg.algorithm.priority_alpha,
-        beta=cfg.algorithm.priority_beta,
+        alpha=cfg.algorithm.distrl.priority_alpha,
+        beta=cfg.algorithm.distrl.priority_beta,
         seed=cfg.sim.seed,
     )
 

@@ -93,6 +93,9 @@ def test_load_run_config_without_a_file_uses_builtin_defaults(tmp_path) -> None:
 def test_load_run_config_reports_bad_override_values(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"algorithm\.gamma"):
         load_run_config({**DEFAULTS, "overrides": ["algorithm.gamma=2.0"]}, tmp_path)
+    # a key that moved into a section (issue 54) names its new place
+    with pytest.raises(ConfigError, match=r"agent\.sft_lr moved to agent\.sft\.lr"):
+        load_run_config({**DEFAULTS, "overrides": ["agent.sft_lr=0.001"]}, tmp_path)
 
 
 def test_next_round_conf_chains_until_the_last_round() -> None:

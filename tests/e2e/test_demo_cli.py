@@ -51,9 +51,9 @@ def test_demo_rejects_a_bad_config_cleanly() -> None:
 def test_full_demo_runs_bootstrap_and_a_round_end_to_end(tmp_path: Path) -> None:
     """The README's main job, shrunk: showcase, SFT bootstrap, one RL round, the tables."""
     tiny = {
-        "agent.sft_episodes_per_device": 2,
-        "agent.sft_steps": 3,
-        "agent.sft_vocab_size": 512,
+        "agent.sft.episodes_per_device": 2,
+        "agent.sft.steps": 3,
+        "agent.sft.vocab_size": 512,
         "orchestration.eval_tasks": 2,
         "orchestration.episodes_per_device": 1,
         "algorithm.actor_epochs": 1,

@@ -147,7 +147,7 @@ def test_round_params_are_the_flat_config(tracker: Tracker, cfg: Config, tmp_pat
     assert set(params) == set(flat)
     assert params["algorithm.name"] == "digirl"
     assert params["orchestration.rounds"] == "5"
-    assert params["algorithm.priority_weights"] == "[1.0, 1.0, 0.01]"
+    assert params["algorithm.distrl.priority_weights"] == "[1.0, 1.0, 0.01]"
     assert params["agent.max_new_tokens"] == "128"  # "tokens" is not a secret word
     local = tracker.client.download_artifacts(parent.run_id, CONFIG_ARTIFACT, str(tmp_path))
     assert json.loads(Path(local).read_text()) == params

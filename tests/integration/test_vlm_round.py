@@ -54,10 +54,12 @@ def test_a_vlm_round_from_bootstrap_to_registered_evaluated_adapters(
                 "vlm_lora_rank": 4,
                 "vlm_lora_alpha": 8,
                 "max_new_tokens": 24,
-                "sft_episodes_per_device": 2,
-                "sft_mistake_rate": 0.0,
-                "sft_steps": 2,
-                "sft_batch_size": 2,
+                "sft": {
+                    "episodes_per_device": 2,
+                    "mistake_rate": 0.0,
+                    "steps": 2,
+                    "batch_size": 2,
+                },
             },
             "algorithm": {
                 "name": algorithm,

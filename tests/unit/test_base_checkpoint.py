@@ -90,10 +90,10 @@ def test_bootstrap_with_a_missing_base_stops_before_writing(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("agent.pretrain_goals", "0"),
-        ("agent.pretrain_mistake_rate", "1.0"),
-        ("agent.pretrain_steps", "0"),
-        ("agent.pretrain_time_budget_s", "-1"),
+        ("agent.pretrain.goals", "0"),
+        ("agent.pretrain.mistake_rate", "1.0"),
+        ("agent.pretrain.steps", "0"),
+        ("agent.pretrain.time_budget_s", "-1"),
     ],
 )
 def test_bad_pretrain_settings_name_the_key(key: str, value: str) -> None:

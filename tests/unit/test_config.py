@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from distrl_tasks.config import Config, ConfigError, load_config, parse_override
+from distrl_tasks.config import MOVED_KEYS, Config, ConfigError, load_config, parse_override
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,3 +112,59 @@ def test_an_unquoted_yaml_boolean_spelling_means_the_allowed_word(tmp_path) -> N
     path.write_text("algorithm:\n  name: no\n")  # no allowed word spells False: still refused
     with pytest.raises(ConfigError, match="quote it"):
         load_config(path)
+
+
+def test_the_nested_sections_load_and_validate(tmp_path: Path) -> None:
+    path = tmp_path / "params.yaml"
+    path.write_text(
+        "agent:\n  sft:\n    lr: 3.0e-4\n    goal_mix: balanced\n"
+        "  pretrain:\n    steps: 50\n    threads: 2\n"
+        "algorithm:\n  distrl:\n    priority_alpha: 0.6\n    priority_weights: [1, 0, 0]\n"
+    )
+    cfg = load_config(path, ["agent.sft.steps=7", "agent.pretrain.lr=1e-4"])
+    assert (cfg.agent.sft.lr, cfg.agent.sft.goal_mix, cfg.agent.sft.steps) == (3e-4, "balanced", 7)
+    assert (cfg.agent.pretrain.steps, cfg.agent.pretrain.threads) == (50, 2)
+    assert cfg.agent.pretrain.lr == 1e-4
+    assert cfg.algorithm.distrl.priority_alpha == 0.6
+    assert cfg.algorithm.distrl.priority_weights == (1.0, 0.0, 0.0)
+    assert cfg.to_flat_dict()["agent.sft.lr"] == 3e-4
+    for override, message in [
+        ({"agent.sft.lr": 0}, r"agent\.sft\.lr: must be > 0"),
+        ({"agent.sft.vocab_size": 10}, r"agent\.sft\.vocab_size: must be >= 300"),
+        ({"agent.sft.goal_mix": "mixed"}, r"agent\.sft\.goal_mix: must be one of"),
+        ({"agent.pretrain.patience": 0}, r"agent\.pretrain\.patience: must be >= 1"),
+        ({"agent.pretrain.search_share": 1.0}, r"agent\.pretrain\.search_share: must be in"),
+        ({"agent.pretrain.stepz": 1}, r"unknown key agent\.pretrain\.stepz"),
+        ({"algorithm.distrl.priority_beta": 2.0}, r"algorithm\.distrl\.priority_beta: must be"),
+        ({"algorithm.distrl.priority_rho_clip": 0}, r"priority_rho_clip: must be > 0"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            load_config(None, override)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("agent.pretrain_steps", "agent.pretrain.steps"),
+        ("agent.sft_lr", "agent.sft.lr"),
+        ("algorithm.priority_alpha", "algorithm.distrl.priority_alpha"),
+    ],
+)
+def test_an_old_key_names_its_new_place(tmp_path: Path, old: str, new: str) -> None:
+    message = rf"^{old} moved to {new}$".replace(".", r"\.")
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [f"{old}=1"])  # a --set override (and an Airflow Param's)
+    section, key = old.split(".")
+    path = tmp_path / "params.yaml"
+    path.write_text(f"{section}:\n  {key}: 1\n")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)  # a params.yaml of before the move
+
+
+def test_every_moved_key_maps_to_a_real_new_key() -> None:
+    flat = Config().to_flat_dict()
+    assert len(MOVED_KEYS) == 15 + 8 + 4
+    for old, new in MOVED_KEYS.items():
+        assert new in flat, (old, new)
+        assert old not in flat, old  # a moved key is gone from the config
+    assert len(set(MOVED_KEYS.values())) == len(MOVED_KEYS)  # no two old keys share a place

@@ -220,8 +220,8 @@ def continuous_learner(cfg: Config, learner, board, *, fresh: bool, snapshot=Non
     c = cfg.orchestration.continuous
     replay = ReplayBuffer(
         cfg.data.replay_capacity,
-        alpha=cfg.algorithm.priority_alpha,
-        beta=cfg.algorithm.priority_beta,
+        alpha=cfg.algorithm.distrl.priority_alpha,
+        beta=cfg.algorithm.distrl.priority_beta,
         seed=cfg.sim.seed,
     )
     return ContinuousLearner(
