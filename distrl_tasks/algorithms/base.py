@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from distrl_tasks.config import Config
     from distrl_tasks.data.replay import ReplayBuffer
 
-ALGORITHMS = ("distrl", "digirl", "filtered_bc", "grpo", "gigpo")
-
 
 @dataclass
 class LossOutput:

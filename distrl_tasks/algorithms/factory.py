@@ -8,20 +8,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from distrl_tasks.algorithms.base import ALGORITHMS, Algorithm
+from distrl_tasks.algorithms.base import Algorithm
 from distrl_tasks.algorithms.digirl import DigiRL
 from distrl_tasks.algorithms.distrl import DistRL
 from distrl_tasks.algorithms.filtered_bc import FilteredBC
 from distrl_tasks.algorithms.group_relative import GroupRelative
+from distrl_tasks.config.algorithm_specs import algorithm_spec
 
 if TYPE_CHECKING:
     from distrl_tasks.agents.policy import AutoUIPolicy
     from distrl_tasks.config import Config
 
-# GRPO and GiGPO are one implementation; from_config reads the variant from algorithm.name
-IMPLEMENTATIONS = dict(
-    zip(ALGORITHMS, (DistRL, DigiRL, FilteredBC, GroupRelative, GroupRelative), strict=True)
-)
+# Each spec's implementation (config/algorithm_specs.py); GRPO and GiGPO are one class that
+# reads its variant from algorithm.name
+IMPLEMENTATIONS: dict[str, type[Algorithm]] = {
+    "distrl": DistRL,
+    "digirl": DigiRL,
+    "filtered_bc": FilteredBC,
+    "grpo": GroupRelative,
+    "gigpo": GroupRelative,
+}
 
 
 def build_algorithm(cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -> Algorithm:
@@ -34,9 +40,5 @@ def build_algorithm(cfg: Config, policy: AutoUIPolicy, *, device: str = "cpu") -
     Raises:
         ValueError: an unknown algorithm name.
     """
-    name = cfg.algorithm.name
-    if name not in IMPLEMENTATIONS:
-        raise ValueError(
-            f"algorithm.name: unknown algorithm {name!r}; expected one of {ALGORITHMS}"
-        )
+    name = algorithm_spec(cfg.algorithm.name).name  # an unknown name fails here, listing all
     return IMPLEMENTATIONS[name].from_config(cfg, policy, device=device)

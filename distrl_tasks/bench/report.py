@@ -33,14 +33,9 @@ from typing import Any
 import numpy as np
 
 from distrl_tasks.bench.records import RunRecord, curve, start_success, trajectories_at
+from distrl_tasks.config.algorithm_specs import SPECS
 
-METHOD_LABELS = {
-    "distrl": "DistRL",
-    "digirl": "DigiRL",
-    "filtered_bc": "Filtered BC",
-    "grpo": "GRPO",
-    "gigpo": "GiGPO",
-}
+METHOD_LABELS = {s.name: s.label for s in SPECS}  # in the specs' order, which tables keep
 TASK_SET_LABELS = {"general": "General", "webshop": "WebShop"}
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("general", "train"),

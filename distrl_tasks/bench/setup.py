@@ -19,18 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.config import Config, load_config
+from distrl_tasks.config import MOVED_KEYS, Config, load_config
+from distrl_tasks.config.algorithm_specs import ALGORITHMS, SPECS
 from distrl_tasks.sim.dynamics.catalog import PROFILES
 from distrl_tasks.stages import common
 
+# Each method in its own paper's topology (config/algorithm_specs.py says which is asynchronous)
 METHODS: dict[str, dict[str, Any]] = {
-    "distrl": {"algorithm.name": "distrl", "orchestration.asynchronous": True},
-    "digirl": {"algorithm.name": "digirl", "orchestration.asynchronous": False},
-    "filtered_bc": {"algorithm.name": "filtered_bc", "orchestration.asynchronous": False},
-    # group-relative, critic-free: asynchronous like DistRL (groups whose attempts finish under
-    # different versions are corrected by the stored behaviour log-probs)
-    "grpo": {"algorithm.name": "grpo", "orchestration.asynchronous": True},
-    "gigpo": {"algorithm.name": "gigpo", "orchestration.asynchronous": True},
+    s.name: {"algorithm.name": s.name, "orchestration.asynchronous": s.asynchronous} for s in SPECS
 }
 
 
@@ -38,7 +34,7 @@ METHODS: dict[str, dict[str, Any]] = {
 class LearningBenchSettings:
     """What one benchmark invocation runs (every method gets exactly the same)."""
 
-    methods: tuple[str, ...] = ("distrl", "digirl", "filtered_bc", "grpo", "gigpo")
+    methods: tuple[str, ...] = ALGORITHMS
     task_sets: tuple[str, ...] = ("general", "webshop")
     seeds: tuple[int, ...] = (0, 1, 2)
     # 900 s per run, so the synchronous methods publish well over 8 policy versions (General:
@@ -52,7 +48,7 @@ class LearningBenchSettings:
     eval_test: int = 96  # final evaluation: first N test tasks in file order (papers: 96)
     eval_train: int = 32  # final evaluation: seeded sample of N train tasks
     sft_episodes_per_device: int | None = None  # bootstrap demos per device (None: config)
-    sft_steps: int | None = None  # bootstrap SFT steps (None: agent.sft_steps)
+    sft_steps: int | None = None  # bootstrap SFT steps (None: agent.sft.steps)
     horizon: int | None = None  # step budget of every episode (None: config's 10/20, papers')
     threads: int = 1  # torch threads (2 fight each other and the actor thread on 2 shared cores)
     overrides: Mapping[str, Any] = field(default_factory=dict)  # config keys, for every run
@@ -111,8 +107,8 @@ class LearningBenchSettings:
                 # "Go to" takes 4 and a search 8, more behind a dialog
                 "env.horizon_general": 3,
                 "env.horizon_webshop": 10,
-                "agent.sft_mistake_rate": 0.0,
-                "agent.sft_vocab_size": 400,
+                "agent.sft.mistake_rate": 0.0,
+                "agent.sft.vocab_size": 400,
                 "agent.max_new_tokens": 48,
                 "algorithm.actor_epochs": 2,
                 "algorithm.critic_epochs": 1,
@@ -143,7 +139,7 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "orchestration.continuous.finish_reserve_s": 0.0,
     "orchestration.continuous.learner_process": False,
     "algorithm.distrl.rescore": "all",
-    "agent.sft_goal_mix": "file",
+    "agent.sft.goal_mix": "file",
     "agent.exploration.element_goal_weight": 0.0,
     "agent.goal_typing": False,
 }
@@ -175,6 +171,16 @@ ORACLE_UNREAD_KEYS: dict[str, Any] = {
     "evaluator.requests_per_minute": 60,
     "evaluator.timeout_s": 60.0,
 }
+
+
+# Cached runs were named before keys moved into sections (issue 54): a view is hashed under the
+# old names so that a moved key finds the runs cached under its old one.
+_HASHED_NAMES: dict[str, str] = {new: old for old, new in MOVED_KEYS.items()}
+
+
+def _hashed(view: Mapping[str, Any]) -> dict[str, Any]:
+    """``view`` with each moved key under the name cached digests hashed it by."""
+    return {_HASHED_NAMES.get(k, k): v for k, v in view.items()}
 
 
 def _digest(data: Any) -> str:
@@ -320,7 +326,7 @@ def sft_key(cfg: Config, settings: LearningBenchSettings) -> str:
     SFT budget."""
     flat = {k: v for k, v in _cache_view(cfg).items() if not k.startswith("algorithm.")}
     budget = (settings.sft_episodes_per_device, settings.sft_steps)
-    return _digest([flat, *budget, base_identity(cfg)])
+    return _digest([_hashed(flat), *budget, base_identity(cfg)])
 
 
 def bootstrap_sft(
@@ -346,7 +352,7 @@ def bootstrap_sft(
         workdir=workdir,
         episodes_per_device=settings.sft_episodes_per_device,
         sft=SFTSettings(
-            steps=settings.sft_steps or ag.sft_steps, batch_size=ag.sft_batch_size, lr=ag.sft_lr
+            steps=settings.sft_steps or ag.sft.steps, batch_size=ag.sft.batch_size, lr=ag.sft.lr
         ),
         eval_splits=("test",),
         eval_tasks=settings.round_eval_tasks,
@@ -410,7 +416,7 @@ def run_dir(
     """
     cfg = run_config(settings, task_set, method=method, seed=seed)
     evals = (settings.budget_s, settings.eval_test, settings.eval_train)
-    view = _cache_view(cfg)
+    view = _hashed(_cache_view(cfg))
     path = root / f"{task_set}-{method}-s{seed}-{_digest([view, *evals, sft.workdir.name])}"
     legacy = root / f"{task_set}-{method}-s{seed}-{_digest([view, *evals, str(sft.workdir)])}"
     if legacy.is_dir() and not path.exists():

@@ -66,6 +66,27 @@ def add_pipeline_commands(sub: argparse._SubParsersAction) -> None:
     add_config_flags(met)
     met.set_defaults(func=_cmd_metrics)
 
+    sl = sub.add_parser(
+        "config-slices", help="write what each DVC stage reads of the config (dvc.yaml's config)"
+    )
+    sl.add_argument("--workdir", default=".", help="project working directory")
+    add_config_flags(sl)
+    sl.set_defaults(func=_cmd_config_slices)
+
+    exp = sub.add_parser(
+        "experiments",
+        help="`dvc exp show` on the keys that define a run (dvc.yaml's params) and the metrics",
+    )
+    for flag, text in (
+        ("--csv", "print CSV"),
+        ("--md", "print a Markdown table"),
+        ("--json", "print JSON"),
+        ("--only-changed", "only the columns that differ between the rows shown"),
+        ("--all-commits", "experiments of every commit, not only the workspace's"),
+    ):
+        exp.add_argument(flag, action="store_true", help=text)
+    exp.set_defaults(func=_cmd_experiments)
+
     rnd = sub.add_parser("round", help="bootstrap if needed, then run rounds end to end")
     rnd.add_argument("--workdir", default=".", help="project working directory")
     rnd.add_argument(
@@ -269,6 +290,29 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     )
     print(json.dumps(out), flush=True)
     return 0
+
+
+def _cmd_config_slices(args: argparse.Namespace) -> int:
+    from distrl_tasks.stages.config_slices import write_slices  # lazy: CLI start-up
+
+    print(json.dumps(write_slices(_config(args), args.workdir)), flush=True)
+    return 0
+
+
+def _cmd_experiments(args: argparse.Namespace) -> int:
+    import shutil
+    import subprocess
+
+    from distrl_tasks.stages.config_slices import declared_params, experiment_columns
+
+    files = [f for f in ("dvc.yaml", "pretrain/dvc.yaml") if Path(f).is_file()]
+    if not files:
+        raise ConfigError("no dvc.yaml here: run `distrl experiments` in the project's root")
+    dvc = shutil.which("dvc") or str(Path(sys.executable).with_name("dvc"))
+    columns = experiment_columns(declared_params(*files))
+    flags = [f"--{n}" for n in ("csv", "md", "json", "only-changed", "all-commits")]
+    chosen = [f for f in flags if getattr(args, f[2:].replace("-", "_"))]
+    return subprocess.run([dvc, "exp", "show", *columns, *chosen], check=False).returncode
 
 
 def _cmd_round(args: argparse.Namespace) -> int:

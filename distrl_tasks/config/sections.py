@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from distrl_tasks.config.algorithm_specs import AlgorithmName, algorithm_spec
 from distrl_tasks.config.rl_sections import (
     ContinuousConfig,
     CriticPrefitConfig,
@@ -84,6 +85,77 @@ class ExplorationConfig:
 
 
 @dataclass(frozen=True)
+class SFTConfig:
+    """The bootstrap: supervised fine-tuning on expert demonstrations before the first round."""
+
+    tokenizer: Literal["sentencepiece", "byte"] = "sentencepiece"  # bootstrap vocabulary
+    vocab_size: int = 1024  # size of the SentencePiece vocabulary fitted to the demos
+    episodes_per_device: int = 24  # expert demonstrations per device for the bootstrap
+    mistake_rate: float = 0.2  # expert mistake rate of those demonstrations
+    steps: int = 300  # supervised optimizer steps of the bootstrap
+    batch_size: int = 8  # demonstration steps per SFT optimizer step
+    lr: float = 1e-4  # peak bootstrap SFT rate (1e-3 erases the base; a fresh model wants 1e-3)
+    # which train goals the bootstrap's demonstrations attempt: "file" = the train file's lines
+    # uniformly (AitW General: 2/3 web searches, like its test goals); "balanced" = every task
+    # family the same share (measured: it keeps no more of the base, benchmarks/RESULTS.md)
+    goal_mix: Literal["balanced", "file"] = "file"
+
+    def validate(self, key: str) -> None:
+        _check(self.vocab_size >= 300, f"{key}.vocab_size", "must be >= 300")
+        _check(self.episodes_per_device >= 1, f"{key}.episodes_per_device", "must be >= 1")
+        _check(0.0 <= self.mistake_rate < 1.0, f"{key}.mistake_rate", "must be in [0, 1)")
+        _check(self.steps >= 1, f"{key}.steps", "must be >= 1")
+        _check(self.batch_size >= 1, f"{key}.batch_size", "must be >= 1")
+        _check(self.lr > 0, f"{key}.lr", "must be > 0")
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """The base checkpoint's corpus and training (``distrl pretrain``, ``pretrain/dvc.yaml``)."""
+
+    goals: int = 3000  # General training goals of the pretrain corpus (family-balanced)
+    webshop_goals: int = 600  # WebShop training goals of the pretrain corpus
+    search_share: float = 0.2  # web searches' share of the General corpus (AitW: 0.66)
+    heldout_per_family: int = 8  # held-out generated goals per family, to measure it
+    episodes_per_device: int = 200  # General expert demonstrations per device
+    webshop_episodes_per_device: int = 60  # WebShop expert demonstrations per device
+    heldout_episodes_per_device: int = 16  # expert demos on held-out goals (the loss)
+    mistake_rate: float = 0.2  # expert mistake-and-recovery rate of the corpus
+    steps: int = 20000  # ceiling; training stops when the held-out loss plateaus
+    eval_every: int = 100  # optimizer steps between held-out loss measurements
+    patience: int = 4  # measurements without a 1% improvement that end training
+    batch_size: int = 16  # demonstration steps per optimizer step
+    lr: float = 1e-3  # peak learning rate
+    time_budget_s: float = 0.0  # end this part after this long; a rerun resumes (0 = none)
+    threads: int = 1  # torch threads while training (0 = all CPUs; 1 is faster on a busy box)
+
+    def validate(self, key: str) -> None:
+        at_least_one = (
+            "goals",
+            "webshop_goals",
+            "episodes_per_device",
+            "webshop_episodes_per_device",
+            "heldout_episodes_per_device",
+            "eval_every",
+            "patience",
+            "steps",
+            "batch_size",
+        )
+        for name in at_least_one:
+            _check(getattr(self, name) >= 1, f"{key}.{name}", "must be >= 1")
+        _check(
+            self.heldout_per_family >= 1,
+            f"{key}.heldout_per_family",
+            "must be >= 1 (the plateau and the card need held-out goals of every family)",
+        )
+        _check(0.0 < self.search_share < 1.0, f"{key}.search_share", "must be in (0, 1)")
+        _check(0.0 <= self.mistake_rate < 1.0, f"{key}.mistake_rate", "must be in [0, 1)")
+        _check(self.lr > 0, f"{key}.lr", "must be > 0")
+        _check(self.time_budget_s >= 0, f"{key}.time_budget_s", "must be >= 0")
+        _check(self.threads >= 0, f"{key}.threads", "must be >= 0")
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """The policy and its critics."""
 
@@ -112,35 +184,9 @@ class AgentConfig:
     critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input
     critic_text_encoder_path: str = ""  # local model directory (roberta; optional for minilm)
     critic_hidden: int = 256  # width of the critics' MLP heads (papers: 768)
-    sft_tokenizer: Literal["sentencepiece", "byte"] = "sentencepiece"  # bootstrap vocabulary
-    sft_vocab_size: int = 1024  # size of the SentencePiece vocabulary fitted to the demos
-    sft_episodes_per_device: int = 24  # expert demonstrations per device for the bootstrap
-    sft_mistake_rate: float = 0.2  # expert mistake rate of those demonstrations
-    sft_steps: int = 300  # supervised optimizer steps of the bootstrap
-    sft_batch_size: int = 8  # demonstration steps per SFT optimizer step
-    sft_lr: float = 1e-4  # peak bootstrap SFT rate (1e-3 erases the base; a fresh model wants 1e-3)
-    # which train goals the bootstrap's demonstrations attempt: "file" = the train file's lines
-    # uniformly (AitW General: 2/3 web searches, like its test goals); "balanced" = every task
-    # family the same share (measured: it keeps no more of the base, benchmarks/RESULTS.md)
-    sft_goal_mix: Literal["balanced", "file"] = "file"
+    sft: SFTConfig = field(default_factory=SFTConfig)  # the bootstrap: SFT on expert demos
     base_checkpoint: str = "shipped"  # bootstrap starts here: shipped base, a dir, "" = fresh
-    pretrain_goals: int = 3000  # General training goals of the pretrain corpus (family-balanced)
-    pretrain_webshop_goals: int = 600  # WebShop training goals of the pretrain corpus
-    pretrain_search_share: float = 0.2  # web searches' share of the General corpus (AitW: 0.66)
-    pretrain_heldout_per_family: int = 8  # held-out generated goals per family, to measure it
-    pretrain_episodes_per_device: int = 200  # General expert demonstrations per device
-    pretrain_webshop_episodes_per_device: int = 60  # WebShop expert demonstrations per device
-    pretrain_heldout_episodes_per_device: int = 16  # expert demos on held-out goals (the loss)
-    pretrain_mistake_rate: float = 0.2  # expert mistake-and-recovery rate of the corpus
-    pretrain_steps: int = 20000  # ceiling; training stops when the held-out loss plateaus
-    pretrain_eval_every: int = 100  # optimizer steps between held-out loss measurements
-    pretrain_patience: int = 4  # measurements without a 1% improvement that end training
-    pretrain_batch_size: int = 16  # demonstration steps per optimizer step
-    pretrain_lr: float = 1e-3  # peak learning rate
-    pretrain_time_budget_s: float = 0.0  # end this part after this long; a rerun resumes (0 = none)
-    pretrain_threads: int = (
-        1  # torch threads while training (0 = all CPUs; 1 is faster on a busy box)
-    )
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)  # the base's corpus
     remote_base_url: str = ""  # OpenAI-compatible VLM endpoint (…/v1) for evaluation-only runs
     remote_model: str = ""  # served model name at remote_base_url
     remote_api_key_env: str = "VLM_API_KEY"  # env var holding the endpoint's key ("" = no auth)
@@ -177,36 +223,6 @@ class AgentConfig:
         _check(self.remote_timeout_s > 0, f"{key}.remote_timeout_s", "must be > 0")
         _check(self.remote_concurrency >= 1, f"{key}.remote_concurrency", "must be >= 1")
         _check(self.critic_hidden >= 1, f"{key}.critic_hidden", "must be >= 1")
-        _check(self.sft_vocab_size >= 300, f"{key}.sft_vocab_size", "must be >= 300")
-        _check(self.sft_episodes_per_device >= 1, f"{key}.sft_episodes_per_device", "must be >= 1")
-        _check(0.0 <= self.sft_mistake_rate < 1.0, f"{key}.sft_mistake_rate", "must be in [0, 1)")
-        _check(self.sft_steps >= 1, f"{key}.sft_steps", "must be >= 1")
-        _check(self.sft_batch_size >= 1, f"{key}.sft_batch_size", "must be >= 1")
-        _check(self.sft_lr > 0, f"{key}.sft_lr", "must be > 0")
-        for name in ("goals", "webshop_goals", "episodes_per_device", "eval_every", "patience"):
-            _check(getattr(self, f"pretrain_{name}") >= 1, f"{key}.pretrain_{name}", "must be >= 1")
-        for name in ("webshop_episodes_per_device", "heldout_episodes_per_device"):
-            _check(getattr(self, f"pretrain_{name}") >= 1, f"{key}.pretrain_{name}", "must be >= 1")
-        _check(
-            self.pretrain_heldout_per_family >= 1,
-            f"{key}.pretrain_heldout_per_family",
-            "must be >= 1 (the plateau and the card need held-out goals of every family)",
-        )
-        _check(
-            0.0 < self.pretrain_search_share < 1.0,
-            f"{key}.pretrain_search_share",
-            "must be in (0, 1)",
-        )
-        _check(
-            0.0 <= self.pretrain_mistake_rate < 1.0,
-            f"{key}.pretrain_mistake_rate",
-            "must be in [0, 1)",
-        )
-        _check(self.pretrain_steps >= 1, f"{key}.pretrain_steps", "must be >= 1")
-        _check(self.pretrain_batch_size >= 1, f"{key}.pretrain_batch_size", "must be >= 1")
-        _check(self.pretrain_lr > 0, f"{key}.pretrain_lr", "must be > 0")
-        _check(self.pretrain_time_budget_s >= 0, f"{key}.pretrain_time_budget_s", "must be >= 0")
-        _check(self.pretrain_threads >= 0, f"{key}.pretrain_threads", "must be >= 0")
         if self.critic_text_encoder == "roberta":
             _check(
                 bool(self.critic_text_encoder_path),
@@ -221,7 +237,7 @@ class AgentConfig:
 class AlgorithmConfig:
     """The RL algorithm and its hyperparameters (defaults from the papers' configs)."""
 
-    name: Literal["distrl", "digirl", "filtered_bc", "grpo", "gigpo"] = "distrl"  # algorithm
+    name: AlgorithmName = "distrl"  # algorithm (config/algorithm_specs.py lists them)
     # data regime: offline = round 0 only (the offline phase: critics, then actor, on rollouts
     # of the bootstrap policy); online = rounds 1.. only; off2on = round 0, then online rounds
     mode: Literal["offline", "online", "off2on"] = "off2on"
@@ -246,10 +262,6 @@ class AlgorithmConfig:
     offline_actor_steps: int = 30  # offline phase (round 0): actor steps (papers: 30)
     sequence_length: int = 3  # contiguous steps per sampled window (Retrace)
     filter_top_fraction: float = 0.1  # DigiRL / Filtered BC: keep the top p of trajectories
-    priority_weights: tuple[float, float, float] = (1.0, 1.0, 0.01)  # DPER w1 |delta|, w2 rho, w3 H
-    priority_alpha: float = 0.5  # prioritized sampling exponent
-    priority_beta: float = 0.4  # importance-weight exponent of prioritized sampling
-    priority_rho_clip: float = 10.0  # cap on rho inside DPER priorities (one stale trajectory)
     digirl_lambda: float = 0.5  # DigiRL doubly-robust advantage lambda (lambda^(H-h) weight)
     keep_states: int = 2  # newest learner states kept in runs/learner/checkpoints (0 = all)
     distrl: DistRLConfig = field(default_factory=DistRLConfig)  # A-RIDE's form (released)
@@ -280,14 +292,11 @@ class AlgorithmConfig:
             f"{key}.filter_top_fraction",
             "must be in (0, 1]",
         )
-        _check(0.0 <= self.priority_alpha <= 1.0, f"{key}.priority_alpha", "must be in [0, 1]")
-        _check(0.0 <= self.priority_beta <= 1.0, f"{key}.priority_beta", "must be in [0, 1]")
-        _check(self.priority_rho_clip > 0, f"{key}.priority_rho_clip", "must be > 0")
         _check(0.0 <= self.ratio_clip < 1.0, f"{key}.ratio_clip", "must be in [0, 1)")
         _check(0.0 <= self.digirl_lambda <= 1.0, f"{key}.digirl_lambda", "must be in [0, 1]")
         _check(self.keep_states >= 0, f"{key}.keep_states", "must be >= 0 (0 keeps all)")
         _check(
-            self.name not in ("grpo", "gigpo") or self.group.size >= 2,
+            not algorithm_spec(self.name).groups or self.group.size >= 2,
             f"{key}.group.size",
             f"must be >= 2 for {self.name} (a group of one has no relative advantage)",
         )

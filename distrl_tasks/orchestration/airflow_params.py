@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.config import Config, ConfigError, load_config, modes, parse_override
+from distrl_tasks.config.algorithm_specs import ALGORITHMS
 
 WORKDIR_ENV = "DISTRL_WORKDIR"
 ENV_OVERRIDE_PREFIX = "DISTRL_SET_"  # DISTRL_SET_<NAME>=section.key=value (docker/compose.yaml)
 
-ALGORITHMS = ("distrl", "digirl", "filtered_bc", "grpo", "gigpo")
 TASK_SETS = ("general", "webshop")
 DEVICE_KINDS = ("sim", "emulator")
 

@@ -49,6 +49,7 @@ from typing import Any
 
 from distrl_tasks.config import Config, modes
 from distrl_tasks.evaluators.preflight import check_labeling
+from distrl_tasks.orchestration.round_chain import learn
 from distrl_tasks.orchestration.round_results import (
     RoundResult,
     format_rounds,  # noqa: F401
@@ -110,32 +111,11 @@ def _timed_collect(
 
 
 def _learn(cfg: Config, result: RoundResult, workdir: str | os.PathLike) -> None:
-    """label → version → train → evaluate → register for a round whose data is collected."""
-    from distrl_tasks.stages import (  # lazy: torch + pyarrow
-        evaluate,
-        label,
-        register,
-        train,
-        version,
-    )
-
-    r = result.round
-    result.label = label.run(cfg, round=r, workdir=workdir)
-    result.version = version.run(cfg, round=r, workdir=workdir)
-    data_version = result.version["data_version"]
-    result.train = train.run(cfg, round=r, data_version=data_version, workdir=workdir)
-    ckpt = result.train["checkpoint_dir"]
-    result.evaluate = evaluate.run(cfg, round=r, checkpoint_dir=ckpt, workdir=workdir, track=True)
-    result.register = register.run(
-        cfg,
-        round=r,
-        checkpoint_dir=ckpt,
-        data_version=data_version,
-        evaluation=result.evaluate,
-        workdir=workdir,
-    )
+    """The round's learning chain (:mod:`~distrl_tasks.orchestration.round_chain`) on a round
+    whose data is collected, saying which stages an earlier run had finished."""
+    learn(cfg, result, workdir)
     _say_reused(
-        r,
+        result.round,
         {
             "label": result.label,
             "version": result.version,

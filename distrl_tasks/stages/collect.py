@@ -26,6 +26,7 @@ from typing import Any
 from distrl_tasks.agents.image_encoders import build_image_encoder, image_feature_dim
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config, modes
+from distrl_tasks.config.algorithm_specs import algorithm_spec
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice, check_adb_server
 from distrl_tasks.envs.android_env import AndroidEnv
@@ -118,7 +119,7 @@ def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[And
             task_set=cfg.env.task_set,
             screen_elements=cfg.agent.prompt_elements,
             # GiGPO groups steps by state: on the simulator by its exact state
-            exact_state_keys=cfg.algorithm.name == "gigpo",
+            exact_state_keys=algorithm_spec(cfg.algorithm.name).step_keys,
         )
         for s in serials
     ]
@@ -161,7 +162,7 @@ class CollectRequest:
             the live world). Ignored with an external ADB server (its farm has its own profile).
         goal_mix: ``file`` draws the split's goals uniformly (times the curriculum's weights);
             ``balanced`` gives every task family the same share of the draws (the bootstrap's
-            ``agent.sft_goal_mix``).
+            ``agent.sft.goal_mix``).
         progress: show tqdm bars.
     """
 

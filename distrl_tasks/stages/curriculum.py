@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from distrl_tasks.config import Config, CurriculumConfig
+from distrl_tasks.config.algorithm_specs import algorithm_spec
 
 
 def goal_weights(
@@ -104,7 +105,7 @@ def goal_outcomes(
 def attempts_per_goal(cfg: Config) -> int:
     """Attempts each drawn goal gets in a training round: ``algorithm.group.size`` for the
     group-relative algorithms (GRPO, GiGPO), 1 otherwise."""
-    return cfg.algorithm.group.size if cfg.algorithm.name in ("grpo", "gigpo") else 1
+    return cfg.algorithm.group.size if algorithm_spec(cfg.algorithm.name).groups else 1
 
 
 def plan_goals(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import subprocess
 import sys
 from datetime import timedelta
@@ -188,3 +189,31 @@ def test_learner_dag_is_scheduled_on_the_trajectories_asset(dagbag: DagBag) -> N
     assert _upstream(dag, "evaluate") == {"select_data", "train"}
     assert _upstream(dag, "register") == {"select_data", "train", "evaluate"}
     assert dag.get_task("train").queue == "gpu"
+
+
+def test_the_dags_and_dvc_yaml_follow_the_one_learning_chain(dagbag: DagBag) -> None:
+    import yaml
+
+    from distrl_tasks.orchestration.round_chain import LEARN_CHAIN
+
+    pairs = list(itertools.pairwise(LEARN_CHAIN))
+    synchronous = dagbag.dags["distrl_round"]
+    for before, after in pairs:
+        assert before in _upstream(synchronous, after), (before, after)
+    # the asynchronous pair splits the chain: the actor versions, the learner trains on it
+    actor, learner = dagbag.dags["distrl_actor"], dagbag.dags["distrl_learner"]
+    for dag in (actor, learner):
+        present = [s for s in LEARN_CHAIN if s in dag.task_ids]
+        for before, after in itertools.pairwise(present):
+            assert before in _upstream(dag, after), (dag.dag_id, before, after)
+    assert [s for s in LEARN_CHAIN if s in actor.task_ids] == ["label", "version"]
+    assert [s for s in LEARN_CHAIN if s in learner.task_ids] == ["train", "evaluate", "register"]
+    # dvc.yaml: each stage depends on the previous one's output (DVC versions the data itself)
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+
+    def outputs(name: str) -> set[str]:
+        return {next(iter(o)) if isinstance(o, dict) else o for o in stages[name]["outs"]}
+
+    chain = [s for s in LEARN_CHAIN if s != "version"]
+    for before, after in itertools.pairwise(chain):
+        assert outputs(before) & set(stages[after]["deps"]), (before, after)

@@ -25,6 +25,7 @@ import yaml
 from distrl_tasks.cli.main import main
 from distrl_tasks.config import config_from_dict, load_config
 from distrl_tasks.stages import common
+from distrl_tasks.stages.config_slices import declared_params
 from distrl_tasks.stages.dvc_metrics import dvc_hash, labeled_data_version, write_metrics
 
 pytestmark = [
@@ -39,6 +40,7 @@ BIN = Path(sys.executable).parent
 WD = "runs/dvc"  # the stages' --workdir in dvc.yaml
 RDIR = "r000001"
 ALL_STAGES = [  # what a plain `dvc repro` runs: the round, not the base (pretrain/dvc.yaml)
+    "config",
     "bootstrap",
     "collect",
     "label",
@@ -47,25 +49,25 @@ ALL_STAGES = [  # what a plain `dvc repro` runs: the round, not the base (pretra
     "register",
     "metrics",
 ]
+SECTIONS = {"sim", "env", "agent", "algorithm", "data", "evaluator", "tracking", "orchestration"}
 GENERATED = ("dvc.lock", "metrics.json", "plots/")  # pipeline results, never copied in
 TINY = {
     "sim": {"port": 0},
     "agent": {
         "max_new_tokens": 48,
         # a bootstrap that fits a test: a few demos, a few SFT steps, the file-free tokenizer
-        "sft_tokenizer": "byte",
-        "sft_episodes_per_device": 1,
-        "sft_steps": 3,
-        "sft_batch_size": 2,
+        "sft": {"tokenizer": "byte", "episodes_per_device": 1, "steps": 3, "batch_size": 2},
         # a base rebuild that fits a test: a handful of goals, demos and steps
-        "pretrain_goals": 16,
-        "pretrain_webshop_goals": 8,
-        "pretrain_heldout_per_family": 1,
-        "pretrain_heldout_episodes_per_device": 1,
-        "pretrain_episodes_per_device": 2,
-        "pretrain_webshop_episodes_per_device": 1,
-        "pretrain_steps": 3,
-        "pretrain_batch_size": 2,
+        "pretrain": {
+            "goals": 16,
+            "webshop_goals": 8,
+            "heldout_per_family": 1,
+            "heldout_episodes_per_device": 1,
+            "episodes_per_device": 2,
+            "webshop_episodes_per_device": 1,
+            "steps": 3,
+            "batch_size": 2,
+        },
     },
     # the paper's signed A-RIDE: every update moves the policy, so a changed lm_lr always
     # changes the checkpoint (the released form's positive-only update may have no window with
@@ -393,8 +395,12 @@ def test_second_repro_is_a_no_op(clone: Clone) -> None:
     before = (clone.root / "dvc.lock").read_text()
     again = clone.dvc("repro")
     assert ran_stages(again) == []
-    # the round's pipeline; a plain `dvc status` also lists pretrain/dvc.yaml until it is built
+    # the round's pipeline; a plain `dvc status` also lists pretrain/dvc.yaml until it is built,
+    # exactly as docs/running.md shows it
     assert "Data and pipelines are up to date" in clone.dvc("status", "dvc.yaml").stdout
+    docs = (REPO / "docs" / "running.md").read_text()
+    shown = docs[docs.index("```\npretrain/dvc.yaml:pretrain:") + 4 :]
+    assert clone.dvc("status").stdout.strip() == shown[: shown.index("```")].strip()
     assert (clone.root / "dvc.lock").read_text() == before
 
 
@@ -407,13 +413,17 @@ def test_changing_a_training_param_reruns_only_train_and_later_stages(clone: Clo
     labeled_before = lock_md5(clone.lock()["label"], "outs", "/labeled")
 
     status = json.loads(clone.dvc("status", "--json", "dvc.yaml").stdout)
-    assert status == {"train": [{"changed deps": {"params.yaml": {"algorithm": "modified"}}}]}
+    assert status == {
+        "config": [{"changed deps": {"params.yaml": "modified"}}],
+        "train": [{"changed deps": {"params.yaml": {"algorithm.lm_lr": "modified"}}}],
+    }
     rerun = clone.dvc("repro")
-    assert ran_stages(rerun) == ["train", "evaluate", "register", "metrics"]
+    # config re-slices; only train's slice changed, so collect and label stay as they were
+    assert ran_stages(rerun) == ["config", "train", "evaluate", "register", "metrics"]
 
     lock = clone.lock()
     # float(): PyYAML (YAML 1.1) reads the lock's "2e-05" (no dot) back as a string
-    locked_lr = lock["train"]["params"]["params.yaml"]["algorithm"]["lm_lr"]
+    locked_lr = lock["train"]["params"]["params.yaml"]["algorithm.lm_lr"]
     assert float(locked_lr) == params["algorithm"]["lm_lr"]
     assert lock_md5(lock["label"], "outs", "/labeled") == labeled_before
     registry = common.registry(clone.config(), clone.workdir)
@@ -458,7 +468,15 @@ def test_dvc_exp_run_sets_one_param_and_exp_show_compares_it(clone: Clone) -> No
     # DVC's own experiment flow: one param changed from the command line, results compared
     lr = 1.5e-5
     ran = clone.dvc("exp", "run", "--set-param", f"algorithm.lm_lr={lr}")
-    assert ran_stages(ran) == ["train", "evaluate", "register", "metrics"]
+    assert ran_stages(ran) == ["config", "train", "evaluate", "register", "metrics"]
+    # the table a person reads: the keys that define a run, not all of params.yaml
+    table = clone.run(str(BIN / "distrl"), "experiments", "--csv").stdout.splitlines()
+    header = table[0].split(",")
+    params = [c for c in header if c.split(".")[0] in SECTIONS]
+    declared = declared_params(clone.root / "dvc.yaml", clone.root / "pretrain" / "dvc.yaml")
+    assert params == declared and 15 <= len(params) <= 40, params
+    assert "test_success_rate" in header and not [c for c in header if "/" in c]  # no dep hashes
+    assert any(row.split(",")[header.index("algorithm.lm_lr")] == "1.5e-05" for row in table)
     shown = json.loads(clone.dvc("exp", "show", "--json").stdout)
     experiment = _find_experiment(shown, lr)
     assert experiment is not None, json.dumps(shown)[:3000]

@@ -240,7 +240,8 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
     signed = dataclasses.replace(base.algorithm.distrl, advantage="signed")
     rl = dataclasses.replace(base.algorithm, lm_lr=3e-5, distrl=signed)
     assert sft_key(dataclasses.replace(base, algorithm=rl), smoke) == key
-    sft = dataclasses.replace(base.agent, sft_lr=base.agent.sft_lr * 2)
+    faster = dataclasses.replace(base.agent.sft, lr=base.agent.sft.lr * 2)
+    sft = dataclasses.replace(base.agent, sft=faster)
     assert sft_key(dataclasses.replace(base, agent=sft), smoke) != key
     assert sft_key(base, dataclasses.replace(smoke, sft_steps=7)) != key
     assert sft_key(run_config(smoke, "webshop", latency=False), smoke) != key
@@ -500,3 +501,16 @@ def test_family_table_by_hand() -> None:
     counts[("digirl", "general")].add(_per_family(web_search=(1, 5)))
     with pytest.raises(ValueError, match="digirl on general scored other goals"):
         family_table(counts, ["distrl", "digirl"], "general")
+
+
+def test_moved_keys_are_hashed_under_their_old_names() -> None:
+    # keys moved into sections (issue 54) keep the digests of the runs cached before the move
+    from distrl_tasks.bench.setup import _cache_view, _hashed
+    from distrl_tasks.config import MOVED_KEYS
+
+    view = _cache_view(run_config(LearningBenchSettings.smoke(), "general", latency=False))
+    hashed = _hashed(view)
+    assert hashed["agent.sft_lr"] == view["agent.sft.lr"]
+    assert hashed["algorithm.priority_alpha"] == view["algorithm.distrl.priority_alpha"]
+    assert not set(MOVED_KEYS.values()) & set(hashed)
+    assert len(hashed) == len(view)

@@ -46,6 +46,7 @@ from distrl_tasks.orchestration.actor_learner.learner import (
     frozen_copy,
 )
 from distrl_tasks.orchestration.actor_learner.process import LearnerProcess
+from distrl_tasks.orchestration.round_chain import learn
 from distrl_tasks.orchestration.round_results import RoundResult
 from distrl_tasks.runners.collector import collect_async
 from distrl_tasks.runners.exploration import (
@@ -54,7 +55,7 @@ from distrl_tasks.runners.exploration import (
     exploration_metrics,
 )
 from distrl_tasks.runners.inference import InferenceServer
-from distrl_tasks.stages import collect, common, curriculum, evaluate, label, register
+from distrl_tasks.stages import collect, common, curriculum
 from distrl_tasks.tasks.taskset import load_goals
 
 
@@ -219,7 +220,6 @@ def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> Roun
         result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
     )
     manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}
-    labeled = label.run(cfg, round=round_, workdir=workdir)  # to labeled/, where replay reads
     out = final["checkpoint_dir"]
     train = {
         "round": round_,
@@ -234,16 +234,7 @@ def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> Roun
         run_.log_metrics(train["metrics"], step=round_)
     common.write_manifest(workdir, round_, "train", train)
     res = RoundResult(round_, collect=manifest, collected_s=time.perf_counter() - t0)
-    res.label, res.train = labeled, train
-    res.evaluate = evaluate.run(cfg, round=round_, checkpoint_dir=out, workdir=workdir, track=True)
-    res.register = register.run(
-        cfg,
-        round=round_,
-        checkpoint_dir=out,
-        data_version="",
-        evaluation=res.evaluate,
-        workdir=workdir,
-    )
+    learn(cfg, res, workdir, trained=train)  # the chain every round runs, its training done
     now = time.perf_counter()
     res.seconds, res.finished_s = now - start, now - t0
     return res
