@@ -1,9 +1,10 @@
 """Data regimes (``algorithm.mode``) as round numbers: round 0 is the offline phase.
 
-DigiRL's protocol (REFERENCE.md, "Modes") trains offline on rollouts of the supervised policy
-before going online: critics first, then the actor, on a fixed dataset. Here that phase is round
-0, an ordinary round with two differences the stages apply by themselves, so every front end
-(``distrl round``, Airflow, ``dvc repro`` with ``round: 0``) runs it the same way:
+DigiRL's protocol (the DigiRL paper; docs/agents-and-algorithms.md, "Data regimes") trains offline
+on rollouts of the supervised policy before going online: critics first, then the actor, on a fixed
+dataset. Here that phase is round 0, an ordinary round with two differences the stages apply by
+themselves, so every front end (``distrl round``, Airflow, ``dvc repro`` with ``round: 0``) runs it
+the same way:
 
 * collect: each device runs ``orchestration.offline_episodes_per_device`` episodes with the
   bootstrap (``behavior``) policy: the offline dataset, labeled and versioned like any round;

@@ -6,10 +6,10 @@ actors take the newest version between episodes (:meth:`VersionBoard.dispatch`) 
 transitions they finished (:meth:`VersionBoard.finished`).
 
 Staleness is bounded where episodes are dispatched, as AReaL bounds it (admission, not dropping
-data; REFERENCE.md §7). The learner wants ``replay_ratio`` updates per finished transition; the
-updates it still owes, counting a running episode at the mean episode length, are its
-*backlog*. An episode may start only while the backlog of the episodes already admitted is at
-most ``eta`` versions of work (``eta * K`` updates)::
+data; docs/architecture.md, "The actor-learner"). The learner wants ``replay_ratio`` updates per
+finished transition; the updates it still owes, counting a running episode at the mean episode
+length, are its *backlog*. An episode may start only while the backlog of the episodes already
+admitted is at most ``eta`` versions of work (``eta * K`` updates)::
 
     replay_ratio * (transitions + running * mean_length) - updates <= eta * K
 
