@@ -20,9 +20,9 @@ incremental decoding computes the same features as the teacher-forced pass.
 Span features (config ``copy_span: true``): the match bias keeps a started copy on track but says
 nothing about where a copy may *start*, and a tiny model was measured starting inside words
 ("How oweLowe" for "Lowe's") and going round an entity it had already typed ("Perry Perry
-Perry"; benchmarks/RESULTS.md, "Where the base's copy starts and stops"). Two features of a
-prompt position ``i`` that no run continues (``k(t, i) = 0``, a copy would start there) fix both
-ends the way a span pointer would, without changing the action format:
+Perry"; benchmarks/results/2026-11-27-base-copy-starts-stops.md). Two features of a prompt
+position ``i`` that no run continues (``k(t, i) = 0``, a copy would start there) fix both ends the
+way a span pointer would, without changing the action format:
 
 - its *start kind* (:func:`start_kinds`): inside a word, a word's first piece, or a symbol; a
   learnt score per kind lets the model start copies at word starts only;

@@ -2,9 +2,10 @@
 
 The Hugging Face T5 stack spends most of a one-token decoder call on Python: cache objects,
 mask construction, the relative-position bias recomputed per call, per-module dispatch. At the
-tiny model's size that overhead, not arithmetic, sets the cost of a token (benchmarks/RESULTS.md,
-"Fast policy inference"). :class:`DecoderRun` computes the same function (the T5 decoder stack,
-the output head and the copy head, same weights, float32) with plain tensor ops over:
+tiny model's size that overhead, not arithmetic, sets the cost of a token
+(benchmarks/results/2026-11-23-fast-policy-inference.md). :class:`DecoderRun` computes the same
+function (the T5 decoder stack, the output head and the copy head, same weights, float32) with
+plain tensor ops over:
 
 - a static key/value cache ``[B, H, max_len, d_kv]`` per layer, written in place;
 - the cross-attention keys/values of the encoder states, projected once per batch;

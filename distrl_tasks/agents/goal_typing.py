@@ -1,10 +1,8 @@
 """Typing from the goal (``agent.goal_typing``): every word the policy types is a goal word.
 
-Measured on the span base (benchmarks/RESULTS.md, "The base with span scores"): on 31 of the 61
-held-out searching TYPE steps the base typed text that is no span of the goal, mostly memorised
-words from the output head instead of a copy: the site's name in a shop's search box
-(``target.com`` for a search on Walmart), ``restaurants`` for "food", ``.com`` after a YouTube
-channel. In the scripted expert's demonstrations of both task sets every typed text is made of
+Why: the base's wrong queries were mostly words its output head had memorised instead of a copy
+of the goal (benchmarks/results/2026-11-27-base-span-scores-copy-starts-stops.md). In the
+scripted expert's demonstrations of both task sets every typed text is made of
 the goal's words, apart from the typos it injects to teach recovery. So a decoding rule, applied
 alike when sampling (both loops) and when the learner scores, so that behaviour and learner
 log-probs stay one distribution:

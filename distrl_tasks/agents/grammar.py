@@ -1,12 +1,13 @@
 """Grammar-constrained decoding: the policy can only write well-formed AutoUI actions.
 
 A free decoder spends most of its tokens re-writing the fixed format (field names, quotes,
-brackets) and can leave it: the RL-trained tiny policies of benchmarks/RESULTS.md loop on
-``"lift_point"`` until the token budget runs out. Constrained, every token the format fixes is
-forced (probability 1, no gradient, no entropy) and the policy only chooses what carries
-meaning: the action type, the coordinates' digits and the typed text. The same constraint is
-applied when sampling and when the learner re-scores the stored text, so behaviour and learner
-log-probs stay one distribution.
+brackets) and can leave it: RL-trained tiny policies looped on ``"lift_point"`` until the token
+budget ran out
+(benchmarks/results/2026-11-22-offline-phase-off2on-earlier-rl-gains-were-not-real.md).
+Constrained, every token the format fixes is forced (probability 1, no gradient, no entropy) and
+the policy only chooses what carries meaning: the action type, the coordinates' digits and the
+typed text. The same constraint is applied when sampling and when the learner re-scores the
+stored text, so behaviour and learner log-probs stay one distribution.
 
 The language (:data:`ACTION_PATTERN`) is the set of strings :func:`format_action` writes: a plan
 of 1 to :data:`MAX_PLAN_STEPS` action types, then the decision whose fields follow from the type
