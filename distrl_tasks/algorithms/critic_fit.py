@@ -1,8 +1,8 @@
 """Fitting a critic before the actor trusts it: bias initialisation, plateau rule, calibration.
 
-Issue 21 measured why A-RIDE lost to Filtered BC: with a fresh critic (``V ~ 0.48``, ``gamma =
-0.5``) 91% of sampled steps get ``A < 0``, including 86% of the non-final steps of successful
-trajectories, and the critic needs 50-75 updates to calibrate. So a fresh critic is first
+Why: A-RIDE lost to Filtered BC because a fresh critic rates nearly every sampled step below
+its value, successful trajectories' steps included, and takes dozens of updates to calibrate
+(issue 21; benchmarks/results/2026-11-25-ablation.md). So a fresh critic is first
 (1) given the output bias ``logit(mean target)``, which makes its first values right on average,
 and (2) trained alone until its loss stops improving (:func:`plateaued`), with a step cap.
 Its calibration is then logged every round (:func:`calibration`).

@@ -15,11 +15,10 @@ Why the demonstrations are rewritten:
   perturbed screen, DART-style: the policy learns to recover) but are not imitated.
 * By default only successful demonstrations are cloned (Filtered BC with the oracle's reward).
 
-Why a SentencePiece vocabulary by default (measured, benchmarks/RESULTS.md): with the byte
-tokenizer an action is ~155 decoder tokens and the from-scratch model, which has only relative
-position buckets, cannot count repeated byte patterns in budget: after 4,800 examples greedy
-decoding still loops ("Action Decisisisis...", 0% parseable actions). A BPE vocabulary fitted to
-the demos cuts an action to ~40-70 tokens and the same model emits parseable actions early.
+Why a SentencePiece vocabulary by default: a byte-level action is too long for a from-scratch
+model with only relative position buckets to learn in budget (it loops), while a BPE vocabulary
+fitted to the demos cuts it to under half and the same model emits parseable actions early
+(benchmarks/results/2026-11-21-sft-bootstrap-scripted-expert-demos-tiny-autoui-policy.md).
 """
 
 from __future__ import annotations
@@ -412,7 +411,8 @@ def train_tokenizer(texts: Iterable[str], directory: Path, vocab_size: int = 102
         remove_extra_whitespaces=False,
         split_digits=False,  # frequent coordinates become single pieces
         # "word▁" pieces: a word segments the same in the goal and in typed_text (which starts
-        # after a quote, not a space), so the copy head can point at it (93% vs 74% of pieces).
+        # after a quote, not a space), so the copy head can point at it
+        # (benchmarks/results/2026-11-22-sft-copy-head.md)
         treat_whitespace_as_suffix=True,
         minloglevel=2,
     )

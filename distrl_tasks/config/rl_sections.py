@@ -21,9 +21,9 @@ class DistRLConfig:
     """How A-RIDE's actor samples and weighs its data (default: the released code's form).
 
     The ablation (``distrl bench ablation``) compares these; until it has run on the base policy
-    the defaults are the released code's, for the measured reasons of issue 21: with the
-    paper's signed advantage 91% of sampled steps get ``A < 0`` under a fresh critic, and 64%
-    of 4-window batches hold no step with ``A > 0.05``, so most updates push everything down.
+    the defaults are the released code's, because under a fresh critic the paper's signed
+    advantage pushes down nearly every action (issue 21's replay study and the ablation:
+    benchmarks/results/2026-11-25-ablation.md).
     """
 
     advantage: Literal["positive", "signed"] = "positive"  # 1[A>0] (released) or A (paper)
@@ -108,13 +108,11 @@ class ContinuousConfig:
     max_staleness: int = 4
     # under a wall-clock budget, the actors halt this long before it, so that the episodes still
     # running and the round's closing work (shards, labels, export, evaluation, registration)
-    # end inside the budget (measured on WebShop, 8 devices: the running episodes took 17.6 s to
-    # end after the halt and the closing work 12.5 s, so 30 s overran by 0.1 s)
+    # end inside the budget (30 s overran: benchmarks/results/2026-11-25-ablation.md)
     finish_reserve_s: float = 45.0
     # the learner in a process of its own (no interpreter lock shared with the actors; the shape
     # for a learner on its own device); false: a thread beside the actors. Off by default until
-    # more seeds are in: on the 2-core benchmark machine it made 88 updates in 900 s against the
-    # thread's 77 (one seed; RESULTS.md, the ablation's continuous arms)
+    # more seeds confirm its one-seed gain (benchmarks/results/2026-11-25-ablation.md)
     learner_process: bool = False
 
     def validate(self, key: str) -> None:

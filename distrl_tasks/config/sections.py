@@ -65,8 +65,8 @@ class ExplorationConfig:
     text_temperature: float = 0.0  # typed text (0 = agent.temperature)
     element_epsilon: float = 0.0  # per step: tap a drawn element of the UI dump instead
     # goal-aware draws: element e weighs 1 + element_goal_weight * (goal words in its label,
-    # +0.5 for a text field); 0 = uniform. 4 found twice the rewards of uniform draws
-    # (benchmarks/RESULTS.md, "Goal-aware element exploration")
+    # +0.5 for a text field); 0 = uniform. Goal words point exploring taps at the elements a
+    # goal needs (benchmarks/results/2026-11-27-goal-aware-element-exploration.md)
     element_goal_weight: float = 4.0
 
     def validate(self, key: str) -> None:
@@ -97,7 +97,8 @@ class SFTConfig:
     lr: float = 1e-4  # peak bootstrap SFT rate (1e-3 erases the base; a fresh model wants 1e-3)
     # which train goals the bootstrap's demonstrations attempt: "file" = the train file's lines
     # uniformly (AitW General: 2/3 web searches, like its test goals); "balanced" = every task
-    # family the same share (measured: it keeps no more of the base, benchmarks/RESULTS.md)
+    # family the same share (it keeps no more of the base:
+    # benchmarks/results/2026-11-27-bootstrap-keeps-base.md)
     goal_mix: Literal["balanced", "file"] = "file"
 
     def validate(self, key: str) -> None:
@@ -376,7 +377,8 @@ class OrchestrationConfig:
     asynchronous: bool = True  # DistRL actor/learner (True) or DigiRL lockstep rounds (False)
     eval_tasks: int = 96  # first N test tasks in file order (papers: 96)
     # simulated devices an evaluation starts (at most one per task): more devices fill bigger
-    # policy batches (96 tasks: 85-98 s on 32-96 devices vs ~145 s on 8); verdicts don't change
+    # policy batches, so it ends sooner (benchmarks/results/2026-11-23-evaluation-devices.md);
+    # verdicts don't change
     eval_devices: int = 32
     inference_max_batch: int = 32  # most observations per batched policy call (async collection)
     inference_max_wait_ms: float = 5.0  # how long a policy batch waits to fill up

@@ -16,7 +16,8 @@ from distrl_tasks.config.typed_yaml import check as _check
 
 @dataclass(frozen=True)
 class LatencyConfig:
-    """Per-command latency of simulated devices (seconds), calibrated to emulators (README)."""
+    """Per-command latency of simulated devices (seconds), calibrated to emulators (sources in
+    sim/realism.py; docs/simulator.md, "Realism knobs")."""
 
     enabled: bool = False  # draw latencies at all; off in tests for determinism
     time_scale: float = 1.0  # multiply every drawn latency (0.1 = ten times faster than real)
@@ -57,7 +58,7 @@ class FaultConfig:
 @dataclass(frozen=True)
 class DynamicsRatesConfig:
     """Per-perturbation rates in [0, 1] of the live and hostile profiles (static stays none);
-    null keeps the profile's rate (README: live dynamics)."""
+    null keeps the profile's rate (docs/simulator.md, "Live-world dynamics")."""
 
     permission_location: float | None = (
         None  # location permission dialog on the first open of Maps/Chrome (per episode)
