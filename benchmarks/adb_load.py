@@ -19,7 +19,7 @@ import threading
 import time
 
 from distrl_tasks.config import SimConfig
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 
 def _request(sock: socket.socket, payload: str) -> None:

@@ -52,7 +52,7 @@ from distrl_tasks.runners.policies import ScriptedPolicy
 from distrl_tasks.runners.trajectory import Episode
 from distrl_tasks.sim.serving import RunningFarm
 from distrl_tasks.stages.curriculum import plan_goals as sample_goals
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
 

@@ -46,7 +46,7 @@ import torch
 from distrl_tasks.config import Config
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.shards import read_shards
-from distrl_tasks.evaluators.base import Verdict
+from distrl_tasks.evaluators.evaluator import Verdict
 from distrl_tasks.evaluators.gemini import GeminiEvaluator
 from distrl_tasks.protocol.ratelimit import RetryPolicy
 from distrl_tasks.stages import collect

@@ -75,7 +75,7 @@ def server_cpu(profile: str, n: int = 2000) -> tuple[float, float]:
     the transport; a load-independent figure on a shared machine): on a still screen, and on a
     screen changed before each capture (``input keyevent HOME`` / launching Chrome by
     ``monkey``, alternately: new screens, so dynamics draws and PNG cache misses)."""
-    from distrl_tasks.sim.farm import DeviceFarm
+    from distrl_tasks.sim.device_farm import DeviceFarm
 
     dev = DeviceFarm(1, seed=0, dynamics=profile)["emulator-5554"]
     dev.shell.run("screencap -p")

@@ -41,7 +41,7 @@ from distrl_tasks.runners.exploration import (
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import ModelPolicy
 from distrl_tasks.stages import collect
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
 PARTS = {"type_temperature": 1.0, "coord_temperature": 0.2, "text_temperature": 0.3}

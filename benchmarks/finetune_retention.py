@@ -30,7 +30,7 @@ import torch
 
 from distrl_tasks.config import load_config
 from distrl_tasks.stages import bootstrap, eval_any
-from distrl_tasks.tasks.base import TASK_SETS
+from distrl_tasks.tasks.task import TASK_SETS
 from distrl_tasks.tasks.taskset import load_goals
 
 

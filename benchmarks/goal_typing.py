@@ -31,7 +31,7 @@ import torch
 
 from distrl_tasks.config import Config, load_config
 from distrl_tasks.stages import eval_any, pretrain
-from distrl_tasks.tasks.base import TASK_SETS
+from distrl_tasks.tasks.task import TASK_SETS
 from distrl_tasks.tasks.taskset import load_goals
 
 SHIPPED_BASE = Path(__file__).parents[1] / "distrl_tasks" / "agents" / "base"

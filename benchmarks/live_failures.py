@@ -33,7 +33,7 @@ from distrl_tasks.envs.adb_device import AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.sim.dynamics.catalog import PERTURBATIONS
 from distrl_tasks.stages.evaluate import decode_budget
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
 # Modal interruptions only: a heads-up notification goes away by itself and blocks nothing.

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import torch
 
-from distrl_tasks.agents.base import SHIPPED_DIR, load_base
 from distrl_tasks.agents.policy import AutoUIPolicy, build_policy
+from distrl_tasks.agents.shipped_base import SHIPPED_DIR, load_base
 from distrl_tasks.algorithms.sft import DEMO_COLUMNS, SFTSettings, demos_from_rows, train_sft
 from distrl_tasks.config import Config, load_config
 from distrl_tasks.data.shards import read_shards

@@ -108,7 +108,7 @@ def rss_mb() -> float:
 
 def bench_memory(devices: int) -> float:
     """RSS growth per device (MB) after each device rendered a screen and took some input."""
-    from distrl_tasks.sim.farm import DeviceFarm
+    from distrl_tasks.sim.device_farm import DeviceFarm
 
     def exercise(farm: DeviceFarm) -> None:
         for dev in farm.devices.values():

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from distrl_tasks.sim.serving import RunningFarm
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from distrl_tasks.agents.critics import (
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import functional as F
-from distrl_tasks.algorithms.base import (
+from distrl_tasks.algorithms.algorithm import (
     LossOutput,
     critic_text_encoder,
     masked_average,

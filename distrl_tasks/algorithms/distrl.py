@@ -22,10 +22,9 @@ Wang et al. 2024, https://arxiv.org/abs/2410.14803 (the paper, not its released 
 * Released form (``algorithm.distrl``, the default; fields documented in
   :class:`~distrl_tasks.config.rl_sections.DistRLConfig`): positive advantages, actor windows
   from the top-``p`` trajectories, ``windows`` per step, uniform window starts, no entropy.
-  Not the paper's signed form (issue 21): with 91% of sampled steps at ``A < 0`` under a fresh
-  critic it pushes down nearly every action; in the ablation (WebShop, live) it fell from 29%
-  to 0% within two learner rounds (released form 30%). No other one-change variant (no filter,
-  no pre-fit, 4 or 64 windows) left one evaluation's error of the released form.
+  Not the paper's signed form (issue 21): under a fresh critic it pushes down nearly every
+  action and collapsed the policy in the ablation, where no other one-change variant left one
+  evaluation's error of the released form (benchmarks/results/2026-11-25-ablation.md).
 * Critic pre-fit (:mod:`critic_fit`): a fresh critic gets the output bias
   ``logit(mean target)`` (:meth:`DistRL.init_critic_bias`) and critic-only steps
   (:meth:`DistRL.critic_loss`, which scores no policy: its Retrace targets take ``rho = 1``)
@@ -63,7 +62,7 @@ from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import critic_fit
 from distrl_tasks.algorithms import distrl_data as D
 from distrl_tasks.algorithms import functional as F
-from distrl_tasks.algorithms.base import (
+from distrl_tasks.algorithms.algorithm import (
     LossOutput,
     critic_text_encoder,
     masked_average,
@@ -228,7 +227,7 @@ class DistRL:
 
         ``rescore="all"`` recomputes every stored trajectory's priority with the current policy
         and critic; ``"new"`` scores only the trajectories without a known priority (a full
-        re-score of 374 trajectories took 102 s on the benchmark's CPU, 18 updates' worth).
+        re-score costs many updates' time: benchmarks/results/2026-11-25-ablation.md).
         """
         if replay.num_trajectories == 0:
             raise ValueError("prepare_round: the replay buffer is empty")

@@ -1,6 +1,6 @@
 """The algorithm factory: ``algorithm.name`` to a wired :class:`~.base.Algorithm`.
 
-Kept apart from :mod:`~distrl_tasks.algorithms.base` (which every algorithm imports for the
+Kept apart from :mod:`~distrl_tasks.algorithms.algorithm` (which every algorithm imports for the
 shared pieces), so the dependency runs one way: algorithms -> base, factory -> algorithms.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from distrl_tasks.algorithms.base import Algorithm
+from distrl_tasks.algorithms.algorithm import Algorithm
 from distrl_tasks.algorithms.digirl import DigiRL
 from distrl_tasks.algorithms.distrl import DistRL
 from distrl_tasks.algorithms.filtered_bc import FilteredBC

@@ -37,7 +37,7 @@ import torch
 from distrl_tasks.agents.critics import trainable_parameters
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import functional as F
-from distrl_tasks.algorithms.base import LossOutput, masked_average, param_group, score_steps
+from distrl_tasks.algorithms.algorithm import LossOutput, masked_average, param_group, score_steps
 from distrl_tasks.algorithms.batch import DEFAULT_HORIZONS, Batch, batch_from_trajectories
 from distrl_tasks.config import Config
 from distrl_tasks.data.replay import ReplayBuffer

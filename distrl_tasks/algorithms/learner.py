@@ -32,7 +32,7 @@ from distrl_tasks.agents import checkpoint as policy_checkpoint
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import critic_fit
 from distrl_tasks.algorithms import train_state as ts
-from distrl_tasks.algorithms.base import Algorithm
+from distrl_tasks.algorithms.algorithm import Algorithm
 from distrl_tasks.config import Config, CriticPrefitConfig
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.protocol.files import publish_dir
@@ -79,7 +79,7 @@ class Learner:
     Args:
         cfg: the configuration (``algorithm.lm_lr``, ``critic_lr``, ``batch_size``,
             ``max_grad_norm`` are used here).
-        algorithm: what to train (see :class:`distrl_tasks.algorithms.base.Algorithm`).
+        algorithm: what to train (see :class:`distrl_tasks.algorithms.algorithm.Algorithm`).
         accelerator: an existing ``Accelerator`` (its mixed precision wins); None builds one.
         out_dir: checkpoints go to ``out_dir/checkpoints``.
         seed: seeds torch and the per-rank sampling generators.

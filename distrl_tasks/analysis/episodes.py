@@ -33,8 +33,8 @@ from distrl_tasks.data.schema import COLUMN_NAMES
 from distrl_tasks.data.shards import read_shards
 from distrl_tasks.evaluators.agreement import AgreementReport, agreement
 from distrl_tasks.stages.common import labeled_dir, raw_dir, resolve
-from distrl_tasks.tasks.base import GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import GoalParseError
 
 SCREEN_W, SCREEN_H = 1080, 2400  # logical screen of the simulated (and AitW) phones, pixels
 UNKNOWN_FAMILY = "unknown"

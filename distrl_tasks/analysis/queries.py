@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from distrl_tasks.analysis.episodes import _require, episodes
-from distrl_tasks.tasks.base import GoalParseError
 from distrl_tasks.tasks.expert_skills import same_text
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import GoalParseError
 
 
 def typed_queries(steps: pd.DataFrame) -> pd.DataFrame:

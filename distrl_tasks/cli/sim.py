@@ -76,7 +76,7 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
     from distrl_tasks.sim.adb_server import (
         AdbServer,
     )  # lazy: only this command needs it (CLI start-up)
-    from distrl_tasks.tasks.farm import (
+    from distrl_tasks.tasks.goal_farms import (
         device_farm,
     )  # lazy: only this command needs it (CLI start-up)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from distrl_tasks.evaluators.base import Evaluator, Verdict
+from distrl_tasks.evaluators.evaluator import Evaluator, Verdict
 
 if TYPE_CHECKING:
     from distrl_tasks.evaluators.gemini import GeminiEvaluator

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from distrl_tasks.evaluators.base import STATUSES, Verdict
+from distrl_tasks.evaluators.evaluator import STATUSES, Verdict
 
 Label = Verdict | str | bool | None
 

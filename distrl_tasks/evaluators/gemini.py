@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from distrl_tasks.evaluators.base import (
+from distrl_tasks.evaluators.evaluator import (
     API_KEY_ENV,
     Evaluator,
     MissingApiKeyError,

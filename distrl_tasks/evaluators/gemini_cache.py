@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.evaluators.base import Verdict
+from distrl_tasks.evaluators.evaluator import Verdict
 from distrl_tasks.protocol.files import atomic_write_json
 
 CACHE_FORMAT = 1

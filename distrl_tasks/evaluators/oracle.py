@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from distrl_tasks.envs.device import Device, DeviceError
-from distrl_tasks.evaluators.base import Verdict, unlabeled
+from distrl_tasks.evaluators.evaluator import Verdict, unlabeled
 
 NAME = "oracle"
 

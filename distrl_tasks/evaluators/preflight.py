@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from distrl_tasks.evaluators.base import require_labeling_key
+from distrl_tasks.evaluators.evaluator import require_labeling_key
 
 
 def check_labeling(cfg: Any, api_key: str | None = None) -> None:
@@ -20,7 +20,8 @@ def check_labeling(cfg: Any, api_key: str | None = None) -> None:
         api_key: a key found elsewhere (an Airflow connection); else ``GEMINI_API_KEY``.
 
     Raises:
-        MissingApiKeyError: no key (see :func:`~distrl_tasks.evaluators.base.require_labeling_key`).
+        MissingApiKeyError: no key (see
+            :func:`~distrl_tasks.evaluators.evaluator.require_labeling_key`).
         UnknownModelError: the endpoint does not serve the model; the message lists what it does.
         EndpointUnavailableError: the endpoint refused the key or could not be reached.
     """

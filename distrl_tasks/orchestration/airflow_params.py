@@ -301,13 +301,13 @@ def newest_trajectories(extras: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 def gemini_api_key(cfg: Any, conn_id: str | None = None) -> str | None:
     """The Gemini key from an Airflow connection (default
-    :data:`~distrl_tasks.evaluators.base.GEMINI_CONNECTION`), when labeling needs one and the
+    :data:`~distrl_tasks.evaluators.evaluator.GEMINI_CONNECTION`), when labeling needs one and the
     environment has none (``GEMINI_API_KEY`` wins). Call inside a task; returns None when not
     applicable. The key is only passed on to the evaluator, never logged or returned in XCom.
     """
     import os
 
-    from distrl_tasks.evaluators.base import API_KEY_ENV, GEMINI_CONNECTION  # inside the task
+    from distrl_tasks.evaluators.evaluator import API_KEY_ENV, GEMINI_CONNECTION  # inside the task
 
     if cfg.evaluator.kind != "gemini" or os.environ.get(API_KEY_ENV):
         return None

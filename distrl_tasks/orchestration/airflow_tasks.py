@@ -80,7 +80,7 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
         from distrl_tasks.config import ConfigError
-        from distrl_tasks.evaluators.base import MissingApiKeyError
+        from distrl_tasks.evaluators.evaluator import MissingApiKeyError
         from distrl_tasks.evaluators.preflight import check_labeling
         from distrl_tasks.stages import farm  # inside the task: parsing the DAG imports no stage
 

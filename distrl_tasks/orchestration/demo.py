@@ -21,7 +21,7 @@ from tqdm import tqdm
 from distrl_tasks.config import Config
 from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
 from distrl_tasks.tasks.expert import run_expert
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
 SPLITS: tuple[tuple[str, str], ...] = (

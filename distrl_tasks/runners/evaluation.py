@@ -25,7 +25,7 @@ from distrl_tasks.runners.collector import collect_async
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import CollectPolicy
 from distrl_tasks.tasks.expert_skills import same_text
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.parse import parse_goal
 
 

@@ -34,8 +34,8 @@ from typing import Protocol
 
 from distrl_tasks.protocol.ui_dump import actionable_elements, goal_match
 from distrl_tasks.runners.policies import CollectPolicy
-from distrl_tasks.tasks.base import GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import GoalParseError
 
 
 class ScoringPolicy(CollectPolicy, Protocol):

@@ -27,7 +27,7 @@ from distrl_tasks.sim.adb_protocol import (
 )
 from distrl_tasks.sim.adb_shell_service import RunCommand, shell_raw, shell_v2
 from distrl_tasks.sim.adb_sync import serve_sync
-from distrl_tasks.sim.farm import DeviceFarm, SimDevice
+from distrl_tasks.sim.device_farm import DeviceFarm, SimDevice
 from distrl_tasks.sim.shell import ShellResult
 
 log = logging.getLogger(__name__)

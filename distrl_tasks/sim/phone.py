@@ -48,7 +48,7 @@ TAP_SLOP = 24  # a swipe shorter than this (logical px) is a tap, as Android's t
 
 
 class EpisodeTask(Protocol):
-    """What the phone needs of a task: the simulator defines it, ``tasks.base.Task`` implements it.
+    """What the phone needs of a task: the simulator defines it, ``tasks.task.Task`` implements it.
 
     ``setup`` applies the task's preconditions to a freshly reset phone; ``check`` is the pure
     success predicate over a state snapshot.

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from distrl_tasks.config import SimConfig
 from distrl_tasks.sim.adb_server import AdbServer
-from distrl_tasks.sim.farm import DeviceFarm
+from distrl_tasks.sim.device_farm import DeviceFarm
 from distrl_tasks.sim.phone import GoalParser
 
 T = TypeVar("T")
@@ -62,7 +62,7 @@ def running_farm(
         port: TCP port; 0 picks a free one (read it from ``.port``).
         host: overrides the bind address.
         dynamics: live-world profile of the devices (``static`` unless given; see
-            :class:`~distrl_tasks.sim.farm.DeviceFarm`).
+            :class:`~distrl_tasks.sim.device_farm.DeviceFarm`).
         goal_parser: what ``simctl task set`` parses goals with (see ``DeviceFarm``).
     """
     cfg = sim_cfg or SimConfig()

@@ -275,7 +275,7 @@ class DeviceShell:
     Args:
         phone: the device model.
         commands: the programs on the device by name (the farm passes the POSIX builtins and the
-            Android tools, :data:`distrl_tasks.sim.farm.SHELL_COMMANDS`).
+            Android tools, :data:`distrl_tasks.sim.device_farm.SHELL_COMMANDS`).
         fs: its filesystem (created empty with Android's usual directories when omitted).
         screenshot: returns the PNG a ``screencap`` shows; defaults to ``phone.screenshot_png``
             (the realism layer substitutes blank frames through this hook).

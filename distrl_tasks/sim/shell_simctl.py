@@ -41,7 +41,7 @@ def simctl(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
         if phone.goal_parser is None:
             return error_result(
                 "simctl: this farm was built without a goal parser; build it with "
-                "distrl_tasks.tasks.farm (or pass goal_parser=parse_goal to DeviceFarm)",
+                "distrl_tasks.tasks.goal_farms (or pass goal_parser=parse_goal to DeviceFarm)",
                 2,
             )
         goal = " ".join(args[2:])

@@ -34,9 +34,9 @@ from typing import Any
 import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
-from distrl_tasks.agents.base import REBUILD, BaseCheckpointError, load_base
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy import AutoUIPolicy, build_policy
+from distrl_tasks.agents.shipped_base import REBUILD, BaseCheckpointError, load_base
 from distrl_tasks.agents.tokenizer import SentencePieceTokenizer
 from distrl_tasks.algorithms.sft import (
     DEMO_COLUMNS,

@@ -57,7 +57,7 @@ from distrl_tasks.stages.common import (
     raw_dir,
     registry,
 )
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.taskset import load_goals
 
 

@@ -60,8 +60,8 @@ def family_balanced_weights(goals: Sequence[str]) -> np.ndarray:
     Raises:
         ValueError: no goals.
     """
-    from distrl_tasks.tasks.base import GoalParseError  # lazy: the task parsers
     from distrl_tasks.tasks.parse import parse_goal
+    from distrl_tasks.tasks.task import GoalParseError  # lazy: the task parsers
 
     if not goals:
         raise ValueError("family-balanced weights need at least one goal")

@@ -28,8 +28,8 @@ from distrl_tasks.runners.policies import ModelPolicy, RandomPolicy, ScriptedPol
 from distrl_tasks.sim.dynamics.catalog import parse_profile
 from distrl_tasks.stages.common import checkout, registry
 from distrl_tasks.stages.evaluate import decode_budget
-from distrl_tasks.tasks.base import GENERAL, GoalParseError
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import GENERAL, GoalParseError
 from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.stores import local_store_file
 

@@ -16,7 +16,7 @@ builds the equivalent for the tiny policy:
    demonstrations' loss plateaus (``agent.pretrain.eval_every`` / ``patience``; the
    best measured weights are kept);
 4. measures it on every held-out goal (success overall and per family, typed-query match) and
-   saves the checkpoint with a model card (:mod:`distrl_tasks.agents.base`) to the output
+   saves the checkpoint with a model card (:mod:`distrl_tasks.agents.shipped_base`) to the output
    directory, atomically.
 
 Idempotent and resumable: each step reuses its finished output (goal files, collect manifests,
@@ -39,9 +39,9 @@ from typing import Any
 import torch
 
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
-from distrl_tasks.agents.base import CARD_FILE, REBUILD, card_model_config
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.agents.shipped_base import CARD_FILE, REBUILD, card_model_config
 from distrl_tasks.agents.tokenizer import SentencePieceTokenizer
 from distrl_tasks.algorithms.sft import (
     DEMO_COLUMNS,
@@ -57,8 +57,8 @@ from distrl_tasks.protocol.files import atomic_write_text, publish_dir
 from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.stages.common import tracker
-from distrl_tasks.tasks.base import GENERAL, TASK_SETS, WEBSHOP
 from distrl_tasks.tasks.generators import balanced_corpus
+from distrl_tasks.tasks.task import GENERAL, TASK_SETS, WEBSHOP
 from distrl_tasks.tasks.taskset import load_goals
 
 PRETRAIN_DIR = Path("runs") / "pretrain"

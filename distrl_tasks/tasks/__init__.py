@@ -7,8 +7,8 @@ The scripted expert lives in :mod:`distrl_tasks.tasks.expert` (imported on deman
 adbutils only when talking to a device).
 """
 
-from distrl_tasks.tasks.base import MAX_STEPS, TASK_SETS, Family, GoalParseError, Task
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import MAX_STEPS, TASK_SETS, Family, GoalParseError, Task
 from distrl_tasks.tasks.taskset import SPLITS, load_goals, unique_goals
 
 __all__ = [

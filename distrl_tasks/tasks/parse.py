@@ -1,4 +1,4 @@
-"""Goal text -> :class:`~distrl_tasks.tasks.base.Task`, by general rules over sentence structure.
+"""Goal text -> :class:`~distrl_tasks.tasks.task.Task`, by general rules over sentence structure.
 
 The goal is cleaned (typos such as "Searchfor" or "a3 bedroom" repaired, see
 :func:`~distrl_tasks.tasks.families.text.clean_goal`), then each family in
@@ -7,9 +7,9 @@ The goal is cleaned (typos such as "Searchfor" or "a3 bedroom" repaired, see
 
 from __future__ import annotations
 
-from distrl_tasks.tasks.base import GoalParseError, Task
 from distrl_tasks.tasks.families import FAMILIES, FAMILY_NAMES
 from distrl_tasks.tasks.families.text import clean_goal
+from distrl_tasks.tasks.task import GoalParseError, Task
 
 
 def parse_goal(goal: str) -> Task:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from distrl_tasks.tasks.base import TASK_SETS
+from distrl_tasks.tasks.task import TASK_SETS
 
 SPLITS = ("train", "test")
 AITW_DIR = Path(__file__).resolve().parent / "aitw"

@@ -15,7 +15,7 @@ import pytest
 from distrl_tasks.config import FaultConfig, SimConfig
 from distrl_tasks.sim.apps.launcher import SEARCH_ID
 from distrl_tasks.sim.ui import SCREEN_H, SCREEN_W
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 pytestmark = pytest.mark.integration
 

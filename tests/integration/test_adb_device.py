@@ -16,7 +16,7 @@ from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.envs.device import Device, DeviceError
 from distrl_tasks.protocol.actions import ActionType, parse_action
 from distrl_tasks.runners.policies import ScriptedPolicy
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from distrl_tasks.config import SimConfig
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from adb_load import burst  # the benchmark's own client, so both measure alike

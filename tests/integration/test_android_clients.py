@@ -17,7 +17,7 @@ from android_env.proto import adb_pb2
 from ppadb.client import Client as PpadbClient
 
 from distrl_tasks.sim.apps.chrome import URL_BAR_ID
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 ADB = shutil.which("adb")
 pytestmark = [

@@ -18,9 +18,9 @@ import torch
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-from distrl_tasks.agents.base import SHIPPED_DIR
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.agents.policy import build_policy
+from distrl_tasks.agents.shipped_base import SHIPPED_DIR
 from distrl_tasks.algorithms.sft import Demo, SFTSettings, demos_from_rows, train_sft
 from distrl_tasks.config import Config
 from distrl_tasks.protocol.actions import parse_action

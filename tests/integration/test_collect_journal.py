@@ -110,7 +110,7 @@ def _one_episode(tmp_path: Path, cfg: Config, goal: str):
     from distrl_tasks.evaluators.oracle import OracleEvaluator
     from distrl_tasks.runners.collector import collect_sync
     from distrl_tasks.runners.policies import ScriptedPolicy
-    from distrl_tasks.tasks.farm import running_farm
+    from distrl_tasks.tasks.goal_farms import running_farm
 
     dim = image_feature_dim(cfg.agent)
     journal = EpisodeJournal(tmp_path / "journal", 2, dim, cfg.algorithm.gamma)

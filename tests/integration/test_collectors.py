@@ -29,7 +29,7 @@ from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy, random_vocabulary
 from distrl_tasks.runners.trajectory import TRUNCATED
 from distrl_tasks.stages import collect
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 pytestmark = pytest.mark.integration
 torch.set_num_threads(1)

@@ -14,7 +14,7 @@ from PIL import Image
 
 from distrl_tasks.config import load_config
 from distrl_tasks.tasks.expert import run_expert
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 
 def nodes(xml: str) -> list[tuple[str, str, tuple[int, int, int, int]]]:

@@ -7,7 +7,7 @@ import pytest
 from distrl_tasks.tasks import GoalParseError
 from distrl_tasks.tasks.expert import run_expert
 
-farm_module = pytest.importorskip("distrl_tasks.tasks.farm")
+farm_module = pytest.importorskip("distrl_tasks.tasks.goal_farms")
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from distrl_tasks.agents.base import CARD_FILE, load_base
+from distrl_tasks.agents.shipped_base import CARD_FILE, load_base
 from distrl_tasks.config import Config
 from distrl_tasks.stages import pretrain
 from distrl_tasks.tasks.generators import HeldOut, normalise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from distrl_tasks.evaluators.agreement import agreement, to_status
-from distrl_tasks.evaluators.base import Verdict
+from distrl_tasks.evaluators.evaluator import Verdict
 
 S, F, U = "success", "failure", "unlabeled"
 

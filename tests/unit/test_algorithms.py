@@ -19,7 +19,7 @@ from accelerate.state import AcceleratorState
 from PIL import Image
 
 from distrl_tasks.agents.policy import Observation, build_policy
-from distrl_tasks.algorithms.base import (
+from distrl_tasks.algorithms.algorithm import (
     Algorithm,
     LossOutput,
     score_actor_rows,

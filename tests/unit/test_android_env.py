@@ -15,7 +15,7 @@ from distrl_tasks.envs.adb_device import AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv, horizon_for
 from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.runners.policies import ScriptedPolicy
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 torch.set_num_threads(1)
 GOAL = "Set an alarm for 6pm"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from distrl_tasks.agents.autoui import tiny_t5_config
-from distrl_tasks.agents.base import (
+from distrl_tasks.agents.shipped_base import (
     CARD_FILE,
     REBUILD,
     SHIPPED_DIR,

@@ -25,7 +25,7 @@ from distrl_tasks.config import AgentConfig, config_from_dict
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.schema import table_from_rows
 from distrl_tasks.orchestration.actor_learner.board import BoardClosed, VersionBoard
-from distrl_tasks.orchestration.actor_learner.learner import ContinuousLearner
+from distrl_tasks.orchestration.actor_learner.continuous_learner import ContinuousLearner
 from distrl_tasks.protocol.actions import ActionType, format_action, key
 
 torch.set_num_threads(1)

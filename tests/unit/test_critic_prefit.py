@@ -17,7 +17,7 @@ import torch
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms import critic_fit
 from distrl_tasks.algorithms import distrl as distrl_module
-from distrl_tasks.algorithms.base import score_steps
+from distrl_tasks.algorithms.algorithm import score_steps
 from distrl_tasks.algorithms.batch import batch_from_trajectories
 from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner

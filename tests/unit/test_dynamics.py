@@ -370,7 +370,7 @@ def test_profiles_rates_and_errors() -> None:
 
 
 def test_config_rates_reach_the_farm_devices() -> None:
-    from distrl_tasks.sim.farm import DeviceFarm
+    from distrl_tasks.sim.device_farm import DeviceFarm
 
     cfg = load_config(None, {"sim.dynamics.rates.anr": 0.75})
     farm = DeviceFarm(2, seed=1, sim_cfg=cfg.sim, dynamics=cfg.sim.dynamics.profile)

@@ -19,7 +19,7 @@ from distrl_tasks.envs.emulator import (
     emulator_command,
     wait_for_boot,
 )
-from distrl_tasks.tasks.farm import running_farm
+from distrl_tasks.tasks.goal_farms import running_farm
 
 
 @pytest.fixture(scope="module")

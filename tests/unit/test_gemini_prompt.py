@@ -9,7 +9,7 @@ import json
 import pytest
 from PIL import Image
 
-from distrl_tasks.evaluators.base import Verdict
+from distrl_tasks.evaluators.evaluator import Verdict
 from distrl_tasks.evaluators.gemini_cache import VerdictCache, cache_key
 from distrl_tasks.evaluators.gemini_examples import GENERAL, WEBSHOP, examples_for, render_example
 from distrl_tasks.evaluators.gemini_prompt import (

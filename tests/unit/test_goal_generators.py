@@ -6,7 +6,6 @@ from collections import Counter
 
 import pytest
 
-from distrl_tasks.tasks.base import TASK_SETS
 from distrl_tasks.tasks.generators import (
     PATTERNS,
     HeldOut,
@@ -17,6 +16,7 @@ from distrl_tasks.tasks.generators import (
     task_key,
 )
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import TASK_SETS
 from distrl_tasks.tasks.taskset import load_goals
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from distrl_tasks.config import Config, ConfigError
-from distrl_tasks.evaluators.base import MissingApiKeyError, require_labeling_key
+from distrl_tasks.evaluators.evaluator import MissingApiKeyError, require_labeling_key
 
 
 def gemini_cfg() -> Config:

@@ -96,7 +96,7 @@ def test_no_import_cycles_through_the_modules_readers_start_from() -> None:
         "distrl_tasks.cli.main",
         "distrl_tasks.cli.bench",
         "distrl_tasks.cli.pipeline",
-        "distrl_tasks.sim.farm",
+        "distrl_tasks.sim.device_farm",
         "distrl_tasks.sim.adb_server",
         "distrl_tasks.sim.shell",
         "distrl_tasks.sim.shell_android",

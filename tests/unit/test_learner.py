@@ -24,7 +24,7 @@ from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
 from distrl_tasks.agents.checkpoint import load_checkpoint, read_metadata
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation
 from distrl_tasks.agents.tokenizer import ByteTokenizer
-from distrl_tasks.algorithms.base import LossOutput
+from distrl_tasks.algorithms.algorithm import LossOutput
 from distrl_tasks.algorithms.learner import METRIC_NAMES, Learner, rank_rng
 from distrl_tasks.algorithms.train_state import TrainStateError, latest_checkpoint
 from distrl_tasks.config import Config, config_from_dict

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from distrl_tasks.agents.base import CARD_FILE, SHIPPED_DIR
+from distrl_tasks.agents.shipped_base import CARD_FILE, SHIPPED_DIR
 from distrl_tasks.bench import records as recs
 from distrl_tasks.bench import report as rep
 from distrl_tasks.bench.records import RoundPoint, RunRecord

@@ -14,12 +14,12 @@ from PIL import Image
 
 from distrl_tasks.sim.adb_shell_service import CommandLines, is_open
 from distrl_tasks.sim.apps.launcher import SEARCH_ID
-from distrl_tasks.sim.farm import SHELL_COMMANDS
+from distrl_tasks.sim.device_farm import SHELL_COMMANDS
 from distrl_tasks.sim.phone import Phone
 from distrl_tasks.sim.shell import DeviceShell, ShellSyntaxError, parse, tokenize
 from distrl_tasks.sim.state import SimState
 from distrl_tasks.sim.ui import SCREEN_H, SCREEN_W
-from distrl_tasks.tasks.base import Family, Task
+from distrl_tasks.tasks.task import Family, Task
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ import pyarrow as pa
 from distrl_tasks.agents.checkpoint import load_weights_bytes, weights_to_bytes
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import Config, config_from_dict
-from distrl_tasks.orchestration.actor_learner import learner as round_learner
+from distrl_tasks.orchestration.actor_learner import continuous_learner
 from distrl_tasks.orchestration.actor_learner.board import VersionBoard
 from distrl_tasks.protocol.files import atomic_directory
 from distrl_tasks.stages import common
@@ -137,9 +137,9 @@ def _serve(conn: Any, spec_json: str) -> None:
         torch.set_num_threads(int(spec["threads"]))
         cfg = config_from_dict(spec["config"])
         workdir, round_ = spec["workdir"], int(spec["round"])
-        learner, fresh = round_learner.fresh_learner(cfg, workdir, round_)
+        learner, fresh = continuous_learner.fresh_learner(cfg, workdir, round_)
         board = _PipeBoard(channel, cfg.orchestration.continuous.replay_ratio)
-        cl = round_learner.continuous_learner(
+        cl = continuous_learner.continuous_learner(
             cfg, learner, board, fresh=fresh, snapshot=lambda p: p
         )
         start_dir = common.learner_dir(workdir) / "continuous-start"
@@ -164,7 +164,7 @@ def _serve(conn: Any, spec_json: str) -> None:
         report = cl.run(stop)
         if board.closed:
             return
-        final = round_learner.export_learner(cfg, workdir, round_, learner)
+        final = continuous_learner.export_learner(cfg, workdir, round_, learner)
         channel.send({"kind": "done", "report": report, "final": final})
     except BaseException:  # the actors' side raises it, with this traceback
         channel.try_send({"kind": "error", "traceback": traceback.format_exc()})
@@ -239,7 +239,7 @@ class LearnerProcess:
     def attach(self, board: Any) -> None:
         """Apply the learner's updates and versions to ``board`` as they arrive."""
 
-        template = round_learner.frozen_copy(self.policy)
+        template = continuous_learner.frozen_copy(self.policy)
 
         def read() -> None:
             try:
@@ -249,7 +249,7 @@ class LearnerProcess:
                     if kind == "updates":
                         board.record_updates(header["n"])
                     elif kind == "version" and payload is not None:
-                        snap = round_learner.frozen_copy(template)
+                        snap = continuous_learner.frozen_copy(template)
                         load_weights_bytes(snap.model, payload)
                         board.publish(snap, header["version"])
                     elif kind == "done":

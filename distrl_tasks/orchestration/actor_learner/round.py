@@ -39,7 +39,7 @@ from distrl_tasks.config import Config
 from distrl_tasks.data.schema import table_from_rows
 from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.orchestration.actor_learner.board import VersionBoard
-from distrl_tasks.orchestration.actor_learner.learner import (
+from distrl_tasks.orchestration.actor_learner.continuous_learner import (
     continuous_learner,
     export_learner,
     fresh_learner,

@@ -5,7 +5,7 @@ rates; :mod:`.overlays` draws interruptions; :mod:`.drift` transforms pages; :mo
 one device's seeded draws and what is on its screen. The API other code uses:
 ``parse_profile(name)``, ``profile_rates(profile, overrides)``, ``Dynamics(profile, overrides,
 seed=, serial=)`` and ``Dynamics.set_profile(profile)``; a farm takes ``dynamics=`` (see
-:class:`distrl_tasks.sim.farm.DeviceFarm`).
+:class:`distrl_tasks.sim.device_farm.DeviceFarm`).
 """
 
 from distrl_tasks.sim.dynamics.catalog import (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from distrl_tasks.tasks.base import Family
 from distrl_tasks.tasks.families.device import (
     AppSettings,
     CalendarView,
@@ -16,6 +15,7 @@ from distrl_tasks.tasks.families.device import (
 )
 from distrl_tasks.tasks.families.media import Directions, MapsSearch, YouTubeVideo
 from distrl_tasks.tasks.families.web import ShopSearch, WebSearch, WebShop, Website
+from distrl_tasks.tasks.task import Family
 
 FAMILIES: tuple[Family, ...] = (
     WebShop(),

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from distrl_tasks.sim.apps import CALENDAR, CHROME, FILES, GENERIC, GMAIL, SETTINGS
 from distrl_tasks.sim.state import SimState
-from distrl_tasks.tasks.base import Family
 from distrl_tasks.tasks.families.names import WEB_FIRST, is_system_app, parse_time, resolve_app
+from distrl_tasks.tasks.task import Family
 
 if TYPE_CHECKING:
     from distrl_tasks.sim.phone import Phone

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from distrl_tasks.sim.apps import MAPS, YOUTUBE
 from distrl_tasks.sim.apps.places import search_places
 from distrl_tasks.sim.state import SimState
-from distrl_tasks.tasks.base import Family
 from distrl_tasks.tasks.families.text import covers, key_terms, strip_article
+from distrl_tasks.tasks.task import Family
 
 _I = re.IGNORECASE
 

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from distrl_tasks.sim.apps import CHROME
 from distrl_tasks.sim.state import SimState
-from distrl_tasks.tasks.base import WEBSHOP, Family
 from distrl_tasks.tasks.families.names import WEB_FIRST, is_system_app, site_domain
 from distrl_tasks.tasks.families.text import (
     content_phrase,
@@ -24,6 +23,7 @@ from distrl_tasks.tasks.families.text import (
     stems,
     strip_article,
 )
+from distrl_tasks.tasks.task import WEBSHOP, Family
 
 _I = re.IGNORECASE
 _SITE_PAGES = ("site_home", "site_results", "site_product", "web")

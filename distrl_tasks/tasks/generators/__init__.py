@@ -22,9 +22,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from distrl_tasks.tasks.base import GENERAL, TASK_SETS, WEBSHOP, GoalParseError
 from distrl_tasks.tasks.generators import vocab as V
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import GENERAL, TASK_SETS, WEBSHOP, GoalParseError
 from distrl_tasks.tasks.taskset import load_goals
 
 _TIMES = ("today", "tomorrow", "this weekend", "right now", "this week")

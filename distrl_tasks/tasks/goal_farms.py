@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from distrl_tasks.sim import serving
-from distrl_tasks.sim.farm import DeviceFarm
+from distrl_tasks.sim.device_farm import DeviceFarm
 from distrl_tasks.tasks.parse import parse_goal
 
 # The simulator's own factories with the goal parser filled in (same arguments otherwise).

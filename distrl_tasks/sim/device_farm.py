@@ -64,7 +64,7 @@ class DeviceFarm:
             evaluate online pass ``cfg.sim.dynamics.profile``; the rates set in
             ``sim_cfg.dynamics.rates`` override the profile's.
         goal_parser: turns ``simctl task set`` text into a task (the simulator knows no task
-            families; :mod:`distrl_tasks.tasks.farm` builds farms with the project's parser).
+            families; :mod:`distrl_tasks.tasks.goal_farms` builds farms with the project's parser).
             Without one, ``simctl task set`` answers an error.
 
     Raises:
