@@ -2,9 +2,9 @@
 
 Every column is declared once in :data:`COLUMNS` with its Arrow type, whether it may be null and
 what it means; :func:`trajectory_schema` builds the Arrow schema from it (the length of the
-``image_features`` vector is a schema parameter), :func:`schema_markdown` renders the table the
-README includes, and :func:`validate_table` checks a table against all of it, raising
-:class:`SchemaError` that names the column and the offending trajectory or row.
+``image_features`` vector is a schema parameter), :func:`schema_markdown` renders the table
+docs/architecture.md includes, and :func:`validate_table` checks a table against all of it,
+raising :class:`SchemaError` that names the column and the offending trajectory or row.
 """
 
 from __future__ import annotations

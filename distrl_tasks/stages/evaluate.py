@@ -1,12 +1,13 @@
 """The evaluate stage: success rate of a policy checkpoint on a fixed task list, oracle-judged.
 
-Protocol (DigiRL's README, REFERENCE §3 "Test protocol"): on the test split, the FIRST
-``orchestration.eval_tasks`` goals of the task file in file order, duplicates included as listed;
-each runs exactly once (spread round-robin over up to ``orchestration.eval_devices`` simulated
-devices, which changes nothing about the verdicts: every episode starts from a reset device;
-more devices only fill bigger policy batches) and is judged by the simulator's
-oracle. On the train split the papers sample tasks at random; here that is a seeded sample of
-``n`` goals without replacement, so two checkpoints evaluated with the same seed see the same list.
+Protocol (DigiRL's README and paper; docs/architecture.md, "A round, stage by stage"): on the
+test split, the FIRST ``orchestration.eval_tasks`` goals of the task file in file order,
+duplicates included as listed; each runs exactly once (spread round-robin over up to
+``orchestration.eval_devices`` simulated devices, which changes nothing about the verdicts: every
+episode starts from a reset device; more devices only fill bigger policy batches) and is judged
+by the simulator's oracle. On the train split the papers sample tasks at random; here that is a
+seeded sample of ``n`` goals without replacement, so two checkpoints evaluated with the same seed
+see the same list.
 
 Decoding is greedy by default: a model comparison then depends only on the weights, not on the
 sampling noise of 96 episodes (a 40% policy has a binomial standard deviation of 5 points at
