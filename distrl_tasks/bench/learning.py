@@ -34,14 +34,9 @@ the same task sets, methods, seeds and SFT policy under other overrides (an abla
 of their own in the tables and curves, never averaged with the invocation's. Each run also
 checks the SFT policy on its own seed (after the budget), where its success curve starts.
 
-Duration on the 2-core machine (measured 2026-11-24, fast decoder, evaluations on up to 32
-devices). Smoke preset (DistRL, DigiRL, Filtered BC): ~2 min. Full preset (5 methods with GRPO
-and GiGPO x 2 task sets x 3 seeds, 900 s budget,
-96 test + 32 train tasks, reference evaluations under ``static`` and ``hostile``): the SFT
-bootstraps take ~2.5 min (General) and ~3 min (WebShop); a General run is its 900 s budget
-plus ~25 s of final evaluation (a synchronous round takes ~30 s there, so DigiRL and Filtered BC
-publish ~29 versions); one seed of one task set takes ~80 min, and the whole preset about nine
-hours, which is meant to run in parts (``--seeds``/``--task-sets``) that the run cache joins.
+The full preset takes hours on a 2-core machine, so it is meant to run in parts
+(``--seeds``/``--task-sets``) that the run cache joins (timings:
+benchmarks/results/2026-11-24-learning-benchmark-asynchronous-synchronous-rl-table-1.md).
 """
 
 from __future__ import annotations
