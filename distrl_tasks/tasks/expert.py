@@ -19,12 +19,12 @@ from typing import Any
 from distrl_tasks.envs.adb_device import AdbClient, check_adb_server
 from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
 from distrl_tasks.protocol.ui_dump import Screen
-from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.driver import AdbDriver, Driver
-from distrl_tasks.tasks.expert_live import clear_heads_up, interruption, is_loading, wait_for_load
+from distrl_tasks.tasks.expert_live import around_heads_up, interruption, is_loading, wait_for_load
 from distrl_tasks.tasks.expert_plans import plan_for
 from distrl_tasks.tasks.expert_skills import KEY_BACK, KEY_ENTER, KEY_HOME, Act
 from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import Task
 
 _KEY_TYPES = {KEY_HOME: ActionType.PRESS_HOME, KEY_BACK: ActionType.PRESS_BACK}
 _KEY_TYPES[KEY_ENTER] = ActionType.PRESS_ENTER
@@ -73,6 +73,8 @@ class Expert:
         self.max_steps = max_steps or task.max_steps
         self.plan = plan_for(task)
         self.memo: dict[str, Any] = {}
+        self.budget = self.max_steps  # the episode's; a one-step caller lowers max_steps per call
+        self.acted = 0  # actions performed so far in the episode, over all run() calls
 
     def run(self) -> Episode:
         ep = Episode(self.task.goal, self.task.family)
@@ -91,13 +93,14 @@ class Expert:
                 # tap that changes nothing rather than act on the spinner as if it were the page
                 act = wait_for_load(screen)
             if act is None:
+                self.memo["steps_left"] = self.budget - self.acted  # plans may take a short cut
                 memo = dict(self.memo)  # the plan notes what it does: undone if it must wait
-                act = self.plan(screen, self.task.params, self.memo)
-                swipe = clear_heads_up(screen, act)
-                if swipe is not None:
+                act, planned = around_heads_up(
+                    screen, self.plan(screen, self.task.params, self.memo)
+                )
+                if not planned:
                     self.memo.clear()
                     self.memo.update(memo)
-                    act = swipe
             if act is None:
                 self._record(ep, screen, Act("done", why="task complete"))
                 ep.done = True
@@ -107,6 +110,7 @@ class Expert:
                 ep.mistakes += 1
             self._perform(act)
             self._record(ep, screen, act)
+            self.acted += 1
             last_xml = ""  # after an action the same dump is a new observation, not a stale one
         return ep
 

@@ -7,7 +7,7 @@ ad). When a site shows results for a rewritten query ("Showing results for ...")
 "Search instead for <original>" link. It waits out a loading spinner by reading the screen
 again, or, when the driver shows the same frame again (a one-step policy gets one observation
 per step), with a tap that does nothing (:func:`wait_for_load`). It swipes a heads-up
-notification away only when its next action would touch it (:func:`clear_heads_up`). Plans skip
+notification away only when its next action would touch it (:func:`around_heads_up`). Plans skip
 results marked "Sponsored" or "Ad" (see :func:`is_sponsored`).
 """
 
@@ -56,17 +56,46 @@ def heads_up(screen: Screen) -> UINode | None:
     return screen.first(lambda n: n.rid.endswith("systemui:id/heads_up"))
 
 
-def clear_heads_up(screen: Screen, act: Act | None) -> Act | None:
-    """The swipe that clears a heads-up notification from ``act``'s way, or None when there is
-    none or ``act`` does not touch it (it is not modal, and it times out after a few inputs)."""
+def around_heads_up(screen: Screen, act: Act | None) -> tuple[Act | None, bool]:
+    """``act`` past a heads-up notification, and whether it is still the planned action.
+
+    A heads-up is not modal and times out after a few inputs, so it is left alone unless ``act``
+    would touch it: then a tap goes to the part of its target the notification leaves visible
+    (at least :data:`MIN_VISIBLE` px), else the notification is swiped away first (False: the
+    plan's action was not performed).
+    """
     note = heads_up(screen)
     if note is None or act is None or act.kind not in ("tap", "swipe"):
-        return None
+        return act, True
     x1, y1, x2, y2 = note.bounds
     if not (x1 <= act.x < x2 and y1 <= act.y < y2):
-        return None
+        return act, True
+    if act.kind == "tap":
+        target = _target_at(screen, note, act.x, act.y)
+        if target is not None and target.bounds[3] - y2 >= MIN_VISIBLE:
+            y = (y2 + target.bounds[3]) / 2
+            return Act("tap", act.x, y, act.x, y, why=act.why + " (below the notification)"), True
     cy = (y1 + y2) / 2
-    return Act("swipe", (x1 + x2) / 2, cy, x2 - 1, cy, why="swipe the notification away")
+    return Act("swipe", (x1 + x2) / 2, cy, x2 - 1, cy, why="swipe the notification away"), False
+
+
+MIN_VISIBLE = 40  # px of a target below a heads-up that a tap can hit reliably
+
+
+def _target_at(screen: Screen, note: UINode, x: float, y: float) -> UINode | None:
+    """The smallest clickable or editable node of the page (not of ``note``) under (x, y)."""
+    nx1, ny1, nx2, ny2 = note.bounds
+
+    def hit(n: UINode) -> bool:
+        x1, y1, x2, y2 = n.bounds
+        inside_note = nx1 <= x1 and x2 <= nx2 and ny1 <= y1 and y2 <= ny2
+        touch = n.clickable or n.editable
+        return touch and not inside_note and x1 <= x < x2 and y1 <= y < y2
+
+    hits = screen.where(hit)
+    return min(
+        hits, key=lambda n: (n.bounds[2] - n.bounds[0]) * (n.bounds[3] - n.bounds[1]), default=None
+    )
 
 
 def interruption(screen: Screen) -> Act | None:

@@ -22,7 +22,6 @@ from distrl_tasks.sim.apps import (
     SETTINGS,
     YOUTUBE,
 )
-from distrl_tasks.tasks.base import Task
 from distrl_tasks.tasks.expert_live import is_sponsored
 from distrl_tasks.tasks.expert_skills import (
     KEY_BACK,
@@ -37,6 +36,7 @@ from distrl_tasks.tasks.expert_skills import (
 )
 from distrl_tasks.tasks.families.names import SYSTEM_LABELS
 from distrl_tasks.tasks.families.text import stems
+from distrl_tasks.tasks.task import Task
 
 Plan = Callable[[Screen, Mapping[str, str], Memo], Act | None]
 
@@ -137,8 +137,18 @@ def plan_webshop(screen: Screen, p: Mapping[str, str], memo: Memo) -> Act | None
     return Act.tap(first, "select the first entry")
 
 
+SITE_ROUTE_STEPS = 9  # from Chrome: open the site, its banners, a slow load, its own search
+
+
 def plan_shop_search(screen: Screen, p: Mapping[str, str], memo: Memo) -> Act | None:
+    """The site's own search when the step budget allows it, else (or for a site without
+    search) Google results for item and shop, which the family's check also accepts."""
     site, query = p["site"], p["query"]
+    if screen.package == CHROME and "route" not in memo:
+        # decided once, in Chrome: its first-run dialogs may have used up part of the budget
+        short = memo.get("steps_left", SITE_ROUTE_STEPS) < SITE_ROUTE_STEPS
+        memo["route"] = "google" if short and not _on_site(screen, site) else "site"
+        memo["no_site_search"] = memo.get("no_site_search") or memo["route"] == "google"
     if memo.get("no_site_search"):
         fallback = f"{query} {site.split('.')[0]}"
         return chrome_go(screen, fallback, memo, _serp_for(fallback))

@@ -86,11 +86,15 @@ class Chrome(App):
         return self.page.get("incognito") == "1"
 
     def go(self, name: str, **params: str) -> None:
-        """Open a page in the current tab (keeps the tab's incognito mode)."""
+        """Open a page in the current tab (keeps the tab's incognito mode). Opening the page
+        already shown reloads it: the address bar or search box loses focus, as in Chrome."""
         if self.incognito and name not in ("history", "settings", "tabs"):
             params["incognito"] = "1"
         self.menu_open = False
+        before = len(self.stack)
         self.push(name, **params)
+        if len(self.stack) == before:
+            self.phone.on_navigate(self)  # a reload; else a focused, emptied bar would stay
         self._sync_fields()
         url = page_url(name, params)
         if url and not self.incognito:

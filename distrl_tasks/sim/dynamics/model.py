@@ -278,7 +278,11 @@ class Dynamics:
                 phone._touch()
 
     def on_input(self, phone: PhoneHost) -> None:
-        """Any input: heads-ups time out."""
+        """Any input: heads-ups time out (one waiting behind a dialog too: it times out there)."""
+        for waiting in self.queue:
+            if waiting.ttl > 0:
+                waiting.ttl -= 1
+        self.queue = [o for o in self.queue if o.ttl != 0]
         ov = self.overlay
         if ov is not None and ov.ttl > 0:
             ov.ttl -= 1
