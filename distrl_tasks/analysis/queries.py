@@ -4,7 +4,7 @@ Goals of the search-like families (web, Maps, YouTube, shopping, directions) nam
 solving them means typing. Whether the agent typed it, and whether the episodes that did
 succeeded, says which half of the task a policy gets wrong. On the tiny from-scratch policy the
 answer is copying: episodes that type the query exactly succeed, nearly all others fail
-(benchmarks/RESULTS.md, "Why the demo's test success does not rise").
+(benchmarks/results/2026-11-22-demo-test-success-does-not-rise.md).
 """
 
 from __future__ import annotations

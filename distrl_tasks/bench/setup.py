@@ -37,9 +37,9 @@ class LearningBenchSettings:
     methods: tuple[str, ...] = ALGORITHMS
     task_sets: tuple[str, ...] = ("general", "webshop")
     seeds: tuple[int, ...] = (0, 1, 2)
-    # 900 s per run, so the synchronous methods publish well over 8 policy versions (General:
-    # ~30 s per synchronous round on the 2-core machine, 29 versions; WebShop's episodes are up
-    # to twice as long); the full preset (30 runs) takes about nine hours, run in parts
+    # 900 s per run, so the synchronous methods publish well over 8 policy versions
+    # (benchmarks/results/2026-11-24-learning-benchmark-asynchronous-synchronous-rl-table-1.md);
+    # the full preset (30 runs) takes about nine hours, run in parts
     budget_s: float = 900.0  # wall clock per run, from the farm being up
     devices: int = 8  # simulated devices (orchestration.devices_per_worker, one worker)
     time_scale: float = 0.1  # sim.latency.time_scale (0.1: ten times faster than emulators)

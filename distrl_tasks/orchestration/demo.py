@@ -193,13 +193,14 @@ DEMO_OVERRIDES: dict[str, object] = {
     "orchestration.eval_tasks": 32,
     "orchestration.asynchronous": True,
     # one round ahead: on 2 cores without the latency model collection is CPU-bound, so a
-    # continuous actor only slows the learner and hands it staler data (measured: rounds
-    # 209-256 s instead of ~150 s, and one run fell to 0% test success in its 2nd learner round)
+    # continuous actor only slows the learner and hands it staler data
+    # (benchmarks/results/2026-11-22-distrl-actor-variants-probes-2-core-machine.md)
     "orchestration.actor_max_pending": 2,
     "algorithm.name": "distrl",
     # no offline phase: on 2 cores round 0 (32 rollouts of the SFT policy, 50 learner steps and
-    # its evaluation) adds ~2.5 min past the 15-minute bound and measurably raised nothing
-    # (benchmarks/RESULTS.md, "Offline phase"); `--set algorithm.mode=off2on` runs it
+    # its evaluation) pushes the demo past its 15-minute bound and raised nothing
+    # (benchmarks/results/2026-11-22-offline-phase-off2on-earlier-rl-gains-were-not-real.md);
+    # `--set algorithm.mode=off2on` runs it
     "algorithm.mode": "online",
 }
 

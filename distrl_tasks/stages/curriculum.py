@@ -1,9 +1,10 @@
 """Curriculum by difficulty: collection draws goals the policy sometimes solves more often.
 
-MobileRL and DART-GUI (REFERENCE.md §7) spend rollouts where they teach most: a goal always
-solved or never solved gives an all-success or all-failure group with little signal, while one
-solved some of the time gives both outcomes. Here every goal's success rate is measured on the
-newest ``orchestration.curriculum.window_rounds`` labeled rounds, and goals are drawn with::
+MobileRL and DART-GUI (their papers; docs/agents-and-algorithms.md, "Curriculum by
+difficulty") spend rollouts where they teach most: a goal always solved or never solved gives an
+all-success or all-failure group with little signal, while one solved some of the time gives
+both outcomes. Here every goal's success rate is measured on the newest
+``orchestration.curriculum.window_rounds`` labeled rounds, and goals are drawn with::
 
     w_g = boost  if attempts_g >= min_attempts and 0 < successes_g / attempts_g < 1
           1      otherwise (solved, never solved, or not tried enough)
@@ -55,7 +56,8 @@ def family_balanced_weights(goals: Sequence[str]) -> np.ndarray:
     ``P(g) = 1 / (F * n_f(g))``: F families among ``goals`` (by :func:`parse_goal`; goals no
     family reads form one family of their own), ``n_f`` goals in ``g``'s family. The AitW
     General train file is two thirds web searches, so drawing its lines uniformly teaches a
-    fine-tuned base mostly searches (and makes it forget the rest: benchmarks/RESULTS.md).
+    fine-tuned base mostly searches (and, at a high rate, makes it forget the rest:
+    benchmarks/results/2026-11-27-bootstrap-keeps-base.md).
 
     Raises:
         ValueError: no goals.

@@ -113,11 +113,11 @@ class ContinuousLearner:
 
         The first time, a full ``prepare_round``. After it, an algorithm that scores single
         trajectories (DistRL's ``score_trajectories``) scores only those that arrived since and
-        re-selects its filter: a full re-score of 374 trajectories took 102 s against 5.7 s per
-        update (benchmarks/continuous_learner.py), and the loss re-prioritizes what it trains
-        on. Other algorithms re-run ``prepare_round`` when the replay grew by half, and their
-        cheap ``refresh_filter`` (if any) in between. New trajectories enter at the highest
-        priority seen, so none is starved until scored.
+        re-selects its filter: a full re-score costs many updates' time
+        (benchmarks/results/2026-11-25-ablation.md, timed by benchmarks/continuous_learner.py),
+        and the loss re-prioritizes what it trains on. Other algorithms re-run ``prepare_round``
+        when the replay grew by half, and their cheap ``refresh_filter`` (if any) in between. New
+        trajectories enter at the highest priority seen, so none is starved until scored.
         """
         algo, n = self.learner.algorithm, self.replay.num_trajectories
         score = getattr(algo, "score_trajectories", None)

@@ -2,9 +2,9 @@
 
 In one process the actors (device I/O, image features, batched decoding) and the learner thread
 share the interpreter lock. With ``orchestration.continuous.learner_process`` the learner runs
-in a spawned process instead, the shape of DistRL's learner on a device of its own. Measured on
-the 2-core benchmark machine (one seed; RESULTS.md, the ablation's ``continuous`` arms) it made
-88 updates in 900 s against the thread's 77; off by default until more seeds say the same.
+in a spawned process instead, the shape of DistRL's learner on a device of its own. Off by
+default: its gain over the thread is one seed's so far
+(benchmarks/results/2026-11-25-ablation.md).
 
 The actors' side keeps the :class:`~.board.VersionBoard` (the staleness
 gate and its counters); the learner's side drives the same
