@@ -1,7 +1,7 @@
 """What one continuous-learner update costs, on a finished benchmark run's replay.
 
-The continuous round's actors wait at the staleness gate when the learner is slow (the
-ablation's ``continuous`` arms: 71-72 updates in about 620 s). This times the learner's parts
+The continuous round's actors wait at the staleness gate when the learner is slow
+(benchmarks/results/2026-11-25-ablation.md, the ``continuous`` arms). This times the learner's parts
 on the replay such a run collected, with the benchmark's DistRL config: a full
 ``prepare_round`` (re-scores every stored trajectory), the cheap ``refresh_filter``, and
 ``--updates`` optimizer steps (``algorithm.batch_size`` windows each, with gradient

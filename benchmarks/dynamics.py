@@ -5,7 +5,8 @@ Usage: ``.venv/bin/python benchmarks/dynamics.py [--profiles static live hostile
 [--files general_test ...] [--limit N] [--seed 0] [--seconds 3] [--no-throughput]``.
 The expert runs in process on one simulated phone per goal (a fresh episode of device
 ``emulator-5554`` of farm seed ``--seed``, episode index = goal index), exactly as it runs over
-ADB but without the transport. Results are recorded by hand in ``benchmarks/RESULTS.md``.
+ADB but without the transport. Results are recorded by hand in a dated record (last:
+benchmarks/results/2026-11-23-live-world-dynamics.md) and a row of ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Screenshots of live-world perturbations, rendered by the simulator itself (for the README).
+"""Screenshots of live-world perturbations, drawn by the simulator itself (for docs/simulator.md).
 
 Usage: ``.venv/bin/python benchmarks/dynamics_screenshots.py [--out benchmarks/plots]``. Writes
 ``dynamics_interruptions.png`` (permission dialog, Chrome's sync sheet, a heads-up, an ANR

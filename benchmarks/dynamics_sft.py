@@ -5,7 +5,8 @@ Usage: ``.venv/bin/python benchmarks/dynamics_sft.py [--task-sets general websho
 (:func:`distrl_tasks.bench.setup.run_config`, latency off; bootstrap demonstrations recorded on
 ``static`` as the config says), then greedy evaluation of that one policy on the first N test
 goals with the farm under each profile, and the scripted expert on the same goals in process.
-Results are recorded by hand in ``benchmarks/RESULTS.md``.
+Results are recorded by hand in a dated record (last:
+benchmarks/results/2026-11-23-live-world-dynamics.md) and a row of ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Usage: ``.venv/bin/python benchmarks/sim_throughput.py [--seconds 3]``. The server runs as a
 ``distrl sim serve`` subprocess pinned to one core (latency off); clients run in this process on
-another core when there is one. Results are recorded by hand in ``benchmarks/RESULTS.md``.
+another core when there is one. Results are recorded by hand in a dated record (last:
+benchmarks/results/2026-11-21-simulator-throughput.md) and a row of ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
