@@ -1,9 +1,10 @@
 """The AutoUI policy network: a T5 encoder-decoder whose encoder states are fused with an image.
 
-Fusion (AutoUI, REFERENCE §4): the screenshot feature vector is projected to ``d_model`` by
-``image_dense``; single-head attention (``mha_layer``) lets every text state attend to the
-projected image tokens; a sigmoid gate (``gate_dense`` over ``[text; attended]``) mixes the
-attended image context into each text state; the decoder cross-attends to the fused states.
+Fusion (the Auto-UI paper's; docs/agents-and-algorithms.md, "The agent"): the screenshot feature
+vector is projected to ``d_model`` by ``image_dense``; single-head attention (``mha_layer``) lets
+every text state attend to the projected image tokens; a sigmoid gate (``gate_dense`` over
+``[text; attended]``) mixes the attended image context into each text state; the decoder
+cross-attends to the fused states.
 
 The module holds the Hugging Face T5 parts under the same names as Auto-UI checkpoints
 (``shared``, ``encoder``, ``decoder``, ``lm_head``, ``image_dense``, ``mha_layer``,

@@ -53,7 +53,7 @@ class Column:
         name: Column name.
         type: Arrow type (``None`` for the feature columns, whose size is a schema parameter).
         nullable: Whether a row may hold null; nullable columns may also be left out on write.
-        doc: What the value means, for the README.
+        doc: What the value means, for the table in docs/architecture.md.
     """
 
     name: str

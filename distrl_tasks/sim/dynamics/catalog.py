@@ -22,7 +22,7 @@ class Perturbation:
     name: str
     family: str  # interruption | drift | misleading
     scope: str  # episode | screen
-    trigger: str  # a short description, for the README and `simctl dynamics`
+    trigger: str  # a short description, shown by `simctl dynamics`
 
 
 PERTURBATIONS: tuple[Perturbation, ...] = (
