@@ -169,7 +169,9 @@ class AgentConfig:
     checkpoint_dir: str = ""  # local Auto-UI-Base style checkpoint (empty: train from scratch)
     image_encoder: Literal["small", "blip2"] = "small"  # image feature extractor
     image_encoder_path: str = ""  # local path of BLIP-2 weights when image_encoder = blip2
-    temperature: float = 0.5  # collection sampling temperature (1.0 halves tiny SFT success)
+    # collection sampling temperature; at 0.5 sampled success matches greedy
+    # (benchmarks/results/2026-11-22-sft-copy-head.md)
+    temperature: float = 0.5
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)  # beyond sampling
     # what the prompt holds besides the goal and the last action: screenshot = AutoUI's (the
     # screen enters as image features only), elements = also the screen's actionable elements
