@@ -113,7 +113,8 @@ class SFTSettings:
     """Supervised fine-tuning hyperparameters (the config section ``agent.sft``).
 
     Training from scratch wants a far larger step size than RL fine-tuning (``algorithm.lm_lr``
-    is 1e-4 with gradients clipped to 0.01): the defaults were measured in benchmarks/sft.py.
+    is 1e-4 with gradients clipped to 0.01): the defaults were measured with benchmarks/sft.py
+    (benchmarks/results/2026-11-21-sft-bootstrap-scripted-expert-demos-tiny-autoui-policy.md).
     """
 
     steps: int = 300  # optimizer steps
