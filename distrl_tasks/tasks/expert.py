@@ -52,7 +52,9 @@ class Expert:
         task: the parsed task.
         mistake_rate: probability per step of replacing the right action by a mistake.
         seed: seeds the mistakes (runs are reproducible).
-        max_steps: action budget including the final STATUS_TASK_COMPLETE (default: the task's).
+        max_steps: action budget including the final STATUS_TASK_COMPLETE (default: the task's);
+            plans see how much of it is left (``memo["steps_left"]``) and may take a shorter
+            route when the live world's dialogs have used part of it.
     """
 
     def __init__(
@@ -94,7 +96,8 @@ class Expert:
                 act = wait_for_load(screen)
             if act is None:
                 self.memo["steps_left"] = self.budget - self.acted  # plans may take a short cut
-                memo = dict(self.memo)  # the plan notes what it does: undone if it must wait
+                memo = dict(self.memo)  # the plan notes what it does: undone if a heads-up
+                # must be swiped away first and the planned action is not performed
                 act, planned = around_heads_up(
                     screen, self.plan(screen, self.task.params, self.memo)
                 )
