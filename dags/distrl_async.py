@@ -57,7 +57,7 @@ _config = partial(run_config, REPO_ROOT)
 def distrl_actor() -> None:
     @task(outlets=[TRAJECTORIES])
     def version(labeled: dict[str, Any]) -> dict[str, Any]:
-        from distrl_tasks.stages import version as stage
+        from distrl_tasks.stages import version as stage  # lazy: DAG parsing imports no stage
 
         cfg, root, params = _config()
         manifest = stage.run(cfg, round=params["round"], workdir=root)

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
+from safetensors.torch import load, save, save_file
 from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, lm_head_is_tied
@@ -237,8 +237,6 @@ def load_checkpoint(
 
 def weights_to_bytes(model: torch.nn.Module) -> bytes:
     """The model's weights as safetensors bytes (tied tensors once), e.g. to send to a process."""
-    from safetensors.torch import save
-
     return save(_unique_state(model))
 
 
@@ -248,9 +246,6 @@ def load_weights_bytes(model: torch.nn.Module, data: bytes) -> None:
     Raises:
         CheckpointError: the bytes are not safetensors, or their tensors are not the model's.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load
-
     try:
         state = load(data)
     except SafetensorError as exc:

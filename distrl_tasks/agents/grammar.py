@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 
 import torch
+from outlines_core import Index, Vocabulary
 
 from distrl_tasks.agents.tokenizer import Tokenizer
 from distrl_tasks.protocol.actions import ActionType
@@ -112,8 +113,6 @@ class ActionGrammar:
     """
 
     def __init__(self, tokenizer: Tokenizer, vocab_size: int) -> None:
-        from outlines_core import Index, Vocabulary
-
         texts = tokenizer.token_texts(vocab_size)
         # T5's own vocabulary encodes a text's start with a space piece ("▁Action"); allow it
         first = tokenizer.encode("Action")[:1]

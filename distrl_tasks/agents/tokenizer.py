@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 
+import sentencepiece as spm
 import torch
 
 PAD_ID = 0
@@ -150,8 +151,6 @@ class SentencePieceTokenizer(Tokenizer):
     kind = "sentencepiece"
 
     def __init__(self, model_file: str | Path) -> None:
-        import sentencepiece as spm
-
         path = Path(model_file)
         if not path.is_file():
             raise FileNotFoundError(f"SentencePiece model not found: {path}")

@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 from PIL import Image
+from transformers import AutoImageProcessor, AutoModelForImageTextToText, AutoTokenizer
 
 from distrl_tasks.agents.policy_types import Sample, Scores
 from distrl_tasks.protocol.observation import Observation
@@ -84,8 +85,6 @@ def load_base_vlm(base_dir: str | os.PathLike) -> tuple[Any, Any, Any]:
     Raises:
         VLMCheckpointError: the directory is not a loadable Qwen2-VL-family model.
     """
-    from transformers import AutoImageProcessor, AutoModelForImageTextToText, AutoTokenizer
-
     root = Path(base_dir)
     base_digest(root)  # config and safetensors present
     try:
@@ -345,7 +344,7 @@ def new_vlm_policy(
     seed: int = 0,
 ) -> VLMPolicy:
     """Fresh LoRA adapters (rank ``rank`` on the language model's projections) on a base."""
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig, get_peft_model  # lazy: peft, only LoRA needs it
 
     model, tokenizer, images = load_base_vlm(base_dir)
     lora = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=LORA_TARGETS)
@@ -369,7 +368,7 @@ def load_vlm_policy(
     Raises:
         VLMCheckpointError: no adapters there, or the base is not the one they were trained on.
     """
-    from peft import PeftModel
+    from peft import PeftModel  # lazy: peft, only LoRA needs it
 
     root = Path(directory)
     if not is_vlm_checkpoint(root):

@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (
+    PreTrainedTokenizerFast,
+    Qwen2VLConfig,
+    Qwen2VLForConditionalGeneration,
+    Qwen2VLImageProcessor,
+)
 
 SPECIALS = ["<|endoftext|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
             "<|video_pad|>"]  # fmt: skip
@@ -29,9 +36,6 @@ CORPUS = [
 
 def tiny_tokenizer(directory: Path) -> Any:
     """A byte-level BPE tokenizer with Qwen's special tokens, saved to ``directory``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     directory.mkdir(parents=True, exist_ok=True)
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -47,8 +51,6 @@ def tiny_tokenizer(directory: Path) -> Any:
 
 def write_tiny_vlm(directory: Path, seed: int = 0) -> Path:
     """Write the model, tokenizer and image processor to ``directory``; returns it."""
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor
-
     tok = tiny_tokenizer(directory)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIALS}
     cfg = Qwen2VLConfig(

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sentencepiece as spm
 import torch
 
 from distrl_tasks.agents.policy import AutoUIPolicy
@@ -393,8 +394,6 @@ def train_tokenizer(texts: Iterable[str], directory: Path, vocab_size: int = 102
     spelling); identity normalisation and no dummy prefix make ``decode(encode(t)) == t``, which
     the action strings need. Ids follow T5: pad 0, eos 1, unk 2, no bos.
     """
-    import sentencepiece as spm
-
     directory.mkdir(parents=True, exist_ok=True)
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(list(texts)),

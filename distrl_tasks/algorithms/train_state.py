@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, load_model, save_file, save_model
@@ -187,9 +189,6 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 def save_priorities(priorities: Mapping[str, float], path: Path) -> None:
     """Replay priorities by trajectory id, as a two-column Parquet file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     table = pa.table(
         {
             "trajectory_id": pa.array(list(priorities), pa.string()),
@@ -201,9 +200,6 @@ def save_priorities(priorities: Mapping[str, float], path: Path) -> None:
 
 def load_priorities(path: Path) -> dict[str, float]:
     """Read :func:`save_priorities` output; raises :class:`TrainStateError` when unreadable."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         table = pq.read_table(path, columns=["trajectory_id", "priority"])
     except (OSError, KeyError, pa.ArrowException) as exc:

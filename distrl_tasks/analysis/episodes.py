@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
@@ -369,8 +370,6 @@ def panel_grid(
 ) -> tuple[Any, list]:
     """A figure of ``n`` panels in rows of at most ``columns`` (a screen's width), unused ones
     hidden; returns ``(figure, axes)`` with ``len(axes) == n``."""
-    import matplotlib.pyplot as plt  # lazy: matplotlib
-
     if n < 1:
         raise ValueError(f"panel_grid: need at least one panel, got {n}")
     cols = min(columns, n)

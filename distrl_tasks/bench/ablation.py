@@ -173,7 +173,7 @@ def run_ablation(
     log: Callable[[str], None] = print,
 ) -> tuple[str, list[ArmResult]]:
     """Run (or reuse) every arm at every learning rate; returns the table and the results."""
-    import torch
+    import torch  # lazy: torch (bench modules load light)
 
     if not lrs or any(not lr > 0 for lr in lrs):
         raise ValueError(f"lrs must be positive learning rates, got {list(lrs)}")

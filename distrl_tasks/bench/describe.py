@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,6 @@ from distrl_tasks.bench.report import METHOD_LABELS
 
 def machine_info() -> dict[str, Any]:
     """CPU count, CPU model (``/proc/cpuinfo``), Python and torch versions."""
-    import platform
-
     model = platform.processor() or "unknown"
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -22,7 +21,7 @@ def machine_info() -> dict[str, Any]:
                 model = line.split(":", 1)[1].strip()
                 break
     try:
-        import torch
+        import torch  # lazy: torch, optional here
 
         torch_version = torch.__version__
     except ImportError:  # pragma: no cover - torch is a dependency of the benchmark

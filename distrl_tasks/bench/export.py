@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks.bench.describe import machine_info
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.protocol.files import atomic_write_json
 
@@ -277,7 +278,6 @@ def collect_export(
         overrides: what its settings change from the benchmark's defaults (None: the record's,
             none for an SFT policy).
     """
-    from distrl_tasks.bench.describe import machine_info
     from distrl_tasks.stages.evaluate import checkpoint_digest  # lazy: torch + pyarrow
 
     main = test_evaluation(None)

@@ -545,7 +545,7 @@ def run_benchmark(
     With ``export_dir``, each SFT policy and finished run also gets a portable export there
     (``bench.export``), and a run exported there before, on any machine, is not run again.
     """
-    import torch
+    import torch  # lazy: torch (bench modules load light)
 
     from distrl_tasks.tracking.runs import KIND_TAG, Tracker  # lazy: mlflow + pyarrow
 

@@ -311,7 +311,7 @@ def base_identity(cfg: Config) -> str:
     """What names the base checkpoint a bootstrap starts from: a hash of its model card (the
     card records the corpus hash, training and skills, so a rebuilt base has another), "" for no
     base. The setting alone ("shipped") would keep a cached SFT policy across a new base."""
-    from distrl_tasks.agents.shipped_base import CARD_FILE, base_dir
+    from distrl_tasks.agents.shipped_base import CARD_FILE, base_dir  # lazy: torch + transformers
 
     directory = base_dir(cfg.agent.base_checkpoint)
     if directory is None:

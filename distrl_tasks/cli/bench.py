@@ -109,7 +109,7 @@ def settings_from_args(args: argparse.Namespace):
     """The preset (full, or smoke with --smoke) with the flags given applied."""
     from distrl_tasks.bench.setup import (
         LearningBenchSettings,
-    )  # lazy: only this command needs it (CLI start-up)
+    )  # lazy: the simulator, PIL (CLI start-up)
 
     base = LearningBenchSettings.smoke() if args.smoke else LearningBenchSettings.full()
     changes: dict = {}
@@ -149,7 +149,7 @@ def settings_from_args(args: argparse.Namespace):
 def export_dir_from_args(args: argparse.Namespace) -> str | None:
     """Where run exports go: ``--export-dir``, else the default one, except with
     ``--no-export`` or (unless named) ``--smoke``, whose numbers mean nothing."""
-    from distrl_tasks.bench.export import DEFAULT_EXPORT_DIR  # lazy: CLI start-up
+    from distrl_tasks.bench.export import DEFAULT_EXPORT_DIR  # lazy: numpy (CLI start-up)
 
     if args.no_export:
         return None
@@ -161,7 +161,7 @@ def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     from distrl_tasks.bench.learning import (
         report_finished,
         run_benchmark,
-    )  # lazy: only this command needs it (CLI start-up)
+    )  # lazy: numpy + the simulator (CLI start-up)
 
     settings = settings_from_args(args)
     export_dir = export_dir_from_args(args)
@@ -200,7 +200,7 @@ def run_ablation_command(args: argparse.Namespace) -> int:
         DEFAULT_LRS,
         arms,
         run_ablation,
-    )  # lazy: only this command needs it (CLI start-up)
+    )  # lazy: numpy + the simulator (CLI start-up)
 
     settings = settings_from_args(args)
     try:

@@ -6,6 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from distrl_tasks.cluster import launcher
+from distrl_tasks.cluster.local_airflow import LocalAirflow, default_port, serve
+from distrl_tasks.cluster.services import Paths
+
 # the checkout's dags/ (an editable install, as `make install` makes)
 DEFAULT_DAGS = Path(__file__).resolve().parents[2] / "dags"
 
@@ -45,10 +49,6 @@ def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _paths(args: argparse.Namespace):
-    from distrl_tasks.cluster.services import (
-        Paths,
-    )  # lazy: only this command needs it (CLI start-up)
-
     if args.pool_slots < 1:
         raise ValueError(f"--pool-slots: must be >= 1, got {args.pool_slots}")
     workdir = Path(args.workdir).resolve()
@@ -60,12 +60,6 @@ def _paths(args: argparse.Namespace):
 
 
 def _cmd_airflow(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster.local_airflow import (
-        LocalAirflow,
-        default_port,
-        serve,
-    )  # lazy: only this command needs it (CLI start-up)
-
     paths = _paths(args)
     port = args.port or default_port()
     airflow = LocalAirflow(home=paths.root, workdir=paths.workdir, dags=paths.dags, port=port)
@@ -73,8 +67,6 @@ def _cmd_airflow(args: argparse.Namespace) -> int:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster import launcher  # lazy: only this command needs it (CLI start-up)
-
     paths = _paths(args)
     launcher.up(paths, pool_slots=args.pool_slots)
     print(launcher.format_status(launcher.status(paths)))
@@ -82,8 +74,6 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
 
 def _cmd_down(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster import launcher  # lazy: only this command needs it (CLI start-up)
-
     stopped = launcher.down(_paths(args))
     if args.json:
         print(json.dumps(dict(stopped)))
@@ -95,8 +85,6 @@ def _cmd_down(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from distrl_tasks.cluster import launcher  # lazy: only this command needs it (CLI start-up)
-
     state = launcher.status(_paths(args))
     print(json.dumps(state, indent=2) if args.json else launcher.format_status(state))
     services = state.get("services") or []

@@ -33,7 +33,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         DEMO_OVERRIDES,
         run_demo,
         run_expert_showcase,
-    )  # lazy: only this command needs it (CLI start-up)
+    )  # lazy: adbutils + numpy (CLI start-up)
 
     overrides: list[str] = [f"{k}={json.dumps(v)}" for k, v in DEMO_OVERRIDES.items()]
     if args.devices is not None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from distrl_tasks.cli.common import add_config_flags, config_path
 from distrl_tasks.config import load_config
+from distrl_tasks.stages import common
 
 
 def add_episodes_commands(sub: argparse._SubParsersAction) -> None:
@@ -34,8 +35,7 @@ def add_episodes_commands(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from distrl_tasks.analysis.screenshots import write_round_episodes  # lazy: pandas + PIL
-    from distrl_tasks.data.shards import verify_shards
-    from distrl_tasks.stages import common
+    from distrl_tasks.data.shards import verify_shards  # lazy: pyarrow + pandas
 
     cfg = load_config(config_path(args), list(args.overrides or []))
     workdir = Path(args.workdir)

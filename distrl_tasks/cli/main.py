@@ -11,6 +11,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from distrl_tasks.cli.bench import add_bench_commands
@@ -46,8 +47,6 @@ def _exit_on_sigterm() -> None:
     never run and a simulator farm started by ``distrl round``/``demo``/``bench`` (its own
     session, by design) would outlive the command.
     """
-    import threading
-
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,12 @@ from typing import Any
 
 from distrl_tasks.cli.common import add_config_flags, config_path
 from distrl_tasks.config import Config, ConfigError, load_config, modes
+from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
+from distrl_tasks.stages import register, train, version
+from distrl_tasks.stages.common import learner_dir, read_manifest, registry, write_manifest
+from distrl_tasks.stages.config_slices import declared_params, experiment_columns, write_slices
+from distrl_tasks.stages.dvc_metrics import labeled_data_version, write_metrics
+from distrl_tasks.tracking.versions import format_compare_table
 
 STAGES = ("bootstrap", "collect", "label", "version", "train", "evaluate", "register")
 
@@ -132,10 +140,6 @@ def _data_version(cfg: Config, args: argparse.Namespace, round_: int) -> str:
     version stage's hash."""
     chosen = getattr(args, "data_version", None)
     if chosen == "auto":
-        from distrl_tasks.stages.dvc_metrics import (
-            labeled_data_version,
-        )  # lazy: only this command needs it (CLI start-up)
-
         return labeled_data_version(cfg, args.workdir)
     if chosen:
         return chosen
@@ -158,9 +162,6 @@ def _checkpoint(cfg: Config, args: argparse.Namespace, round_: int) -> str:
     path = Path(_previous(args.workdir, round_, "train", "checkpoint_dir")).resolve()
     if path.is_dir():
         return str(path)
-    from distrl_tasks.stages.common import (
-        read_manifest,
-    )  # lazy: only this command needs it (CLI start-up)
 
     registered = read_manifest(args.workdir, round_, "register")
     if registered is None:
@@ -178,10 +179,6 @@ def _checkpoint(cfg: Config, args: argparse.Namespace, round_: int) -> str:
 
 
 def _previous(workdir: str, round_: int, stage: str, key: str) -> Any:
-    from distrl_tasks.stages.common import (
-        read_manifest,
-    )  # lazy: only this command needs it (CLI start-up)
-
     manifest = read_manifest(workdir, round_, stage)
     if manifest is None:
         raise ConfigError(f"round {round_} has no {stage} manifest yet: run `distrl {stage}` first")
@@ -225,14 +222,8 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
 
             out = label.run(cfg, round=rnd, workdir=workdir, progress=progress)
         elif name == "version":
-            from distrl_tasks.stages import (
-                version,
-            )  # lazy: only this command needs it (CLI start-up)
-
             out = version.run(cfg, round=rnd, workdir=workdir)
         elif name == "train":
-            from distrl_tasks.stages import train  # lazy: only this command needs it (CLI start-up)
-
             data_version = _data_version(cfg, args, rnd)
             out = train.run(
                 cfg, round=rnd, data_version=data_version, workdir=workdir, progress=progress
@@ -241,9 +232,6 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
             from distrl_tasks.stages import evaluate  # lazy: torch + pyarrow
 
             ckpt = _checkpoint(cfg, args, rnd)
-            from distrl_tasks.stages.common import (
-                write_manifest,
-            )  # lazy: only this command needs it (CLI start-up)
 
             out = evaluate.run(
                 cfg,
@@ -257,10 +245,6 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
             record = {k: v for k, v in out.items() if k != "reused"}
             write_manifest(workdir, rnd, "evaluate", record)
         else:
-            from distrl_tasks.stages import (
-                register,
-            )  # lazy: only this command needs it (CLI start-up)
-
             ckpt = _checkpoint(cfg, args, rnd)
             evaluation = {
                 "success_rate": _previous(workdir, rnd, "evaluate", "success_rate"),
@@ -281,10 +265,6 @@ def _stage_command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    from distrl_tasks.stages.dvc_metrics import (
-        write_metrics,
-    )  # lazy: only this command needs it (CLI start-up)
-
     out = write_metrics(
         _config(args), workdir=args.workdir, metrics_path=args.metrics, plots_path=args.plots
     )
@@ -293,18 +273,11 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_config_slices(args: argparse.Namespace) -> int:
-    from distrl_tasks.stages.config_slices import write_slices  # lazy: CLI start-up
-
     print(json.dumps(write_slices(_config(args), args.workdir)), flush=True)
     return 0
 
 
 def _cmd_experiments(args: argparse.Namespace) -> int:
-    import shutil
-    import subprocess
-
-    from distrl_tasks.stages.config_slices import declared_params, experiment_columns
-
     files = [f for f in ("dvc.yaml", "pretrain/dvc.yaml") if Path(f).is_file()]
     if not files:
         raise ConfigError("no dvc.yaml here: run `distrl experiments` in the project's root")
@@ -316,11 +289,6 @@ def _cmd_experiments(args: argparse.Namespace) -> int:
 
 
 def _cmd_round(args: argparse.Namespace) -> int:
-    from distrl_tasks.orchestration.pipeline import (
-        format_rounds,
-        run_rounds,
-    )  # lazy: only this command needs it (CLI start-up)
-
     cfg = _config(args)
     if args.first_round is not None:
         try:
@@ -345,14 +313,6 @@ def _cmd_round(args: argparse.Namespace) -> int:
 
 
 def _cmd_registry_compare(args: argparse.Namespace) -> int:
-    from distrl_tasks.stages.common import (
-        learner_dir,
-        registry,
-    )  # lazy: only this command needs it (CLI start-up)
-    from distrl_tasks.tracking.versions import (
-        format_compare_table,
-    )  # lazy: only this command needs it (CLI start-up)
-
     reg = registry(_config(args), args.workdir)
     rows = reg.compare_versions()
     if not rows:

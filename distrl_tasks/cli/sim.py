@@ -73,12 +73,8 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
     cfg, port = _sim_config(args)  # config errors surface before the simulator is imported
     sim = cfg.sim
 
-    from distrl_tasks.sim.adb_server import (
-        AdbServer,
-    )  # lazy: only this command needs it (CLI start-up)
-    from distrl_tasks.tasks.goal_farms import (
-        device_farm,
-    )  # lazy: only this command needs it (CLI start-up)
+    from distrl_tasks.sim.adb_server import AdbServer  # lazy: the simulator, PIL (CLI start-up)
+    from distrl_tasks.tasks.goal_farms import device_farm  # lazy: the simulator (CLI start-up)
 
     farm = device_farm(sim.devices, sim.seed, sim, dynamics=sim.dynamics.profile)
 
@@ -128,9 +124,7 @@ def _cmd_sim_serve(args: argparse.Namespace) -> int:
 
 async def _stop_when_gone(pid: int, stop: asyncio.Event, poll_s: float = 0.5) -> None:
     """Set ``stop`` once process ``pid`` has exited: a farm never outlives its owner."""
-    from distrl_tasks.stages.farm import (
-        process_alive,
-    )  # lazy: only this command needs it (CLI start-up)
+    from distrl_tasks.stages.farm import process_alive  # lazy: adbutils (CLI start-up)
 
     while not stop.is_set():
         if not process_alive(pid):
@@ -141,9 +135,7 @@ async def _stop_when_gone(pid: int, stop: asyncio.Event, poll_s: float = 0.5) ->
 
 
 def _cmd_sim_expert(args: argparse.Namespace) -> int:
-    from distrl_tasks.tasks.expert import (
-        run_expert,
-    )  # lazy: only this command needs it (CLI start-up)
+    from distrl_tasks.tasks.expert import run_expert  # lazy: adbutils (CLI start-up)
 
     if not 0.0 <= args.mistake_rate < 1.0:
         raise ConfigError(f"--mistake-rate: must be in [0, 1), got {args.mistake_rate}")

@@ -11,6 +11,7 @@ generated password in a 0600 file under ``AIRFLOW_HOME``), the DAGs folder is th
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -152,8 +153,6 @@ def serve(airflow: LocalAirflow, pool_slots: int = 2, out=sys.stdout) -> int:
 
 def default_port() -> int:
     """8080 when it is free, else any free loopback port."""
-    import socket
-
     with socket.socket() as s:
         try:
             s.bind((LOOPBACK, 8080))

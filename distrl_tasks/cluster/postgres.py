@@ -95,8 +95,8 @@ def initialise(directory: Path, superuser_password: str) -> bool:
 
 def ensure_roles(port: int, secrets: dict[str, str]) -> None:
     """Create (or re-password) the ``airflow`` and ``mlflow`` roles and their databases."""
-    import psycopg2
-    from psycopg2 import sql
+    import psycopg2  # lazy: the cluster extra
+    from psycopg2 import sql  # lazy: the cluster extra
 
     conn = psycopg2.connect(
         host=LOOPBACK,

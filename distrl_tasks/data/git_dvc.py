@@ -86,8 +86,8 @@ def dvc_env(root: Path) -> Iterator[None]:
 @contextlib.contextmanager
 def open_dvc(root: Path, action: str) -> Iterator[Repo]:
     """Open the DVC repo at ``root``; DVC exceptions become VersioningError('dvc <action> ...')."""
-    from dvc.exceptions import DvcException
-    from dvc.repo import Repo
+    from dvc.exceptions import DvcException  # lazy: dvc
+    from dvc.repo import Repo  # lazy: dvc
 
     with dvc_env(root):
         try:

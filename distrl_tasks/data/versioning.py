@@ -119,8 +119,8 @@ def ensure_repo(root: str | os.PathLike, remote_url: str, *, name: str = DEFAULT
         run_git(root, "init", "-q")
         top = run_git(root, "rev-parse", "--show-toplevel")
     if not (root / ".dvc").is_dir():
-        from dvc.exceptions import DvcException
-        from dvc.repo import Repo
+        from dvc.exceptions import DvcException  # lazy: dvc
+        from dvc.repo import Repo  # lazy: dvc
 
         subdir = Path(top.stdout.strip()).resolve() != root
         with dvc_env(root):
@@ -368,7 +368,7 @@ def checkout_version(
         VersioningError: unknown version, unversioned changes without ``force``, DVC failure.
         RemoteUnavailableError: the data must come from a remote that cannot be reached.
     """
-    from dvc.exceptions import CheckoutError
+    from dvc.exceptions import CheckoutError  # lazy: dvc
 
     root = _require_dvc_repo(root)
     data = _data_path(root, data_dir, must_exist=False)

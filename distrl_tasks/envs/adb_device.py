@@ -58,8 +58,6 @@ def check_adb_server(host: str, port: int, timeout_s: float = 2.0) -> None:
     Raises:
         ConnectionError: no ADB server answers there.
     """
-    import socket
-
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
             return

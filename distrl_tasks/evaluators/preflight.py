@@ -28,7 +28,6 @@ def check_labeling(cfg: Any, api_key: str | None = None) -> None:
     require_labeling_key(cfg, api_key)
     if cfg.evaluator.kind != "gemini":
         return
-    # lazy: google-genai stays off the import path of oracle-labeled runs and of DAG parsing
-    from distrl_tasks.evaluators.gemini import GeminiEvaluator
+    from distrl_tasks.evaluators.gemini import GeminiEvaluator  # lazy: google-genai (DAG parsing)
 
     GeminiEvaluator.from_config(cfg, api_key=api_key).check_model()

@@ -17,6 +17,7 @@ from typing import Any
 
 from distrl_tasks.config import Config, ConfigError, load_config, modes, parse_override
 from distrl_tasks.config.algorithm_specs import ALGORITHMS
+from distrl_tasks.evaluators.evaluator import API_KEY_ENV, GEMINI_CONNECTION
 
 WORKDIR_ENV = "DISTRL_WORKDIR"
 ENV_OVERRIDE_PREFIX = "DISTRL_SET_"  # DISTRL_SET_<NAME>=section.key=value (docker/compose.yaml)
@@ -305,13 +306,9 @@ def gemini_api_key(cfg: Any, conn_id: str | None = None) -> str | None:
     environment has none (``GEMINI_API_KEY`` wins). Call inside a task; returns None when not
     applicable. The key is only passed on to the evaluator, never logged or returned in XCom.
     """
-    import os
-
-    from distrl_tasks.evaluators.evaluator import API_KEY_ENV, GEMINI_CONNECTION  # inside the task
-
     if cfg.evaluator.kind != "gemini" or os.environ.get(API_KEY_ENV):
         return None
-    from airflow.sdk import Connection
+    from airflow.sdk import Connection  # lazy: airflow, read outside Airflow too
 
     try:
         conn = Connection.get(conn_id or GEMINI_CONNECTION)

@@ -21,8 +21,11 @@ from typing import Any
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import get_current_context, setup, task, teardown
+from airflow.sdk.exceptions import AirflowFailException
 
-from distrl_tasks.config import Config
+from distrl_tasks.config import Config, ConfigError
+from distrl_tasks.evaluators.evaluator import MissingApiKeyError
+from distrl_tasks.evaluators.preflight import check_labeling
 from distrl_tasks.orchestration.airflow_params import (
     gemini_api_key,
     load_run_config,
@@ -54,8 +57,6 @@ def run_config(
         AirflowFailException: a bad key or value in the run's conf or ``params.yaml``: the task
             fails at once, without retries (a retry cannot fix a configuration).
     """
-    from airflow.sdk.exceptions import AirflowFailException
-
     if params is None:
         params = dict(get_current_context()["params"])
     root = workdir(repo_root)
@@ -77,11 +78,6 @@ def collection(repo_root: Path) -> tuple[Any, Any]:
     @task(queue=DEVICES)
     def start_farm() -> dict[str, Any]:
         """Checks what a retry cannot fix (the conf, the labeling key), then starts the farm."""
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from distrl_tasks.config import ConfigError
-        from distrl_tasks.evaluators.evaluator import MissingApiKeyError
-        from distrl_tasks.evaluators.preflight import check_labeling
         from distrl_tasks.stages import farm  # inside the task: parsing the DAG imports no stage
 
         cfg, root, _ = run_config(repo_root)

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import queue
+import subprocess
 import threading
 import time
 from collections.abc import Sequence
@@ -207,8 +208,6 @@ DEMO_OVERRIDES: dict[str, object] = {
 
 def prepare_workdir(workdir: Path) -> None:
     """The demo's own small project (git + DVC), so it never commits into the user's checkout."""
-    import subprocess
-
     workdir.mkdir(parents=True, exist_ok=True)
     if not (workdir / ".git").exists():
         subprocess.run(["git", "init", "-q", str(workdir)], check=True)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, Protocol, TypeVar
+from urllib.parse import parse_qsl, urlencode
 
 from distrl_tasks.sim.ui import Node
 
@@ -182,16 +183,12 @@ class App(ABC):
 
 def parse_action(text: str) -> tuple[str, dict[str, str]]:
     """``"product?site=ebay.com&i=0"`` -> ``("product", {"site": "ebay.com", "i": "0"})``."""
-    from urllib.parse import parse_qsl
-
     name, _, query = text.partition("?")
     return name, dict(parse_qsl(query, keep_blank_values=True))
 
 
 def make_action(name: str, /, **params: str) -> str:
     """Inverse of :func:`parse_action`, for building ``open:`` tokens."""
-    from urllib.parse import urlencode
-
     return f"{name}?{urlencode(params)}" if params else name
 
 

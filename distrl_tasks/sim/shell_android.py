@@ -15,6 +15,8 @@ import io
 import struct
 from typing import TYPE_CHECKING
 
+from PIL import Image
+
 from distrl_tasks.sim.android_packages import (
     KNOWN_PACKAGES,  # noqa: F401
     activity_of,
@@ -185,8 +187,6 @@ def _screencap(sh: DeviceShell, args: list[str], stdin: bytes) -> CmdResult:
 
 def _raw_frame(png: bytes) -> bytes:
     """screencap's raw format: width, height, format (1 = RGBA_8888), dataspace, pixels."""
-    from PIL import Image
-
     img = Image.open(io.BytesIO(png)).convert("RGBA")
     return struct.pack("<IIII", img.width, img.height, 1, 0) + img.tobytes()
 

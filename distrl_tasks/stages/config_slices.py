@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from distrl_tasks.config import Config
 from distrl_tasks.protocol.files import atomic_write_text
 
@@ -103,8 +105,6 @@ def write_slices(cfg: Config, workdir: str | os.PathLike = ".") -> dict[str, str
 
 def declared_params(*dvc_files: str | os.PathLike) -> list[str]:
     """The ``params.yaml`` keys the stages of ``dvc_files`` declare, in first-seen order."""
-    import yaml  # lazy: only the experiments table reads dvc.yaml
-
     keys: list[str] = []
     for path in dvc_files:
         for stage in (yaml.safe_load(Path(path).read_text()).get("stages") or {}).values():

@@ -25,6 +25,9 @@ import pyarrow.compute as pc
 
 from distrl_tasks.config import Config, CurriculumConfig
 from distrl_tasks.config.algorithm_specs import algorithm_spec
+from distrl_tasks.data.shards import read_verified, verify_shards
+from distrl_tasks.tasks.parse import parse_goal
+from distrl_tasks.tasks.task import GoalParseError
 
 
 def goal_weights(
@@ -62,9 +65,6 @@ def family_balanced_weights(goals: Sequence[str]) -> np.ndarray:
     Raises:
         ValueError: no goals.
     """
-    from distrl_tasks.tasks.parse import parse_goal
-    from distrl_tasks.tasks.task import GoalParseError  # lazy: the task parsers
-
     if not goals:
         raise ValueError("family-balanced weights need at least one goal")
     families = []
@@ -83,8 +83,6 @@ def goal_outcomes(
     labeled_dir: str | os.PathLike, window_rounds: int
 ) -> tuple[dict[str, int], dict[str, int]]:
     """``(attempts, successes)`` per goal over the newest ``window_rounds`` labeled rounds."""
-    from distrl_tasks.data.shards import read_verified, verify_shards  # lazy: pandas
-
     shards = verify_shards(labeled_dir).shards
     rounds = sorted({r for s in shards for r in s.rounds})[-window_rounds:]
     if not rounds:

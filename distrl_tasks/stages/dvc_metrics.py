@@ -37,12 +37,12 @@ def dvc_hash(path: str | os.PathLike) -> str:
     Raises:
         FileNotFoundError: ``path`` does not exist.
     """
-    from dvc.exceptions import NotDvcRepoError
-    from dvc.fs import LocalFileSystem
-    from dvc.ignore import DvcIgnoreFilter
-    from dvc.repo import Repo
-    from dvc_data.hashfile.build import build
-    from dvc_data.hashfile.db import HashFileDB
+    from dvc.exceptions import NotDvcRepoError  # lazy: dvc (the CLI imports this module)
+    from dvc.fs import LocalFileSystem  # lazy: dvc
+    from dvc.ignore import DvcIgnoreFilter  # lazy: dvc
+    from dvc.repo import Repo  # lazy: dvc
+    from dvc_data.hashfile.build import build  # lazy: dvc
+    from dvc_data.hashfile.db import HashFileDB  # lazy: dvc
 
     target = Path(path).resolve()
     if not target.exists():

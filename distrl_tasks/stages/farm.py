@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import adbutils
+
 from distrl_tasks.config import Config
 from distrl_tasks.envs.adb_device import AdbClient
 from distrl_tasks.envs.emulator import Emulator
@@ -63,8 +65,6 @@ def _listening(host: str, port: int) -> bool:
 
 def _serials(host: str, port: int) -> list[str] | None:
     """The serials an ADB server lists, or None if nothing answers there."""
-    import adbutils
-
     if not _listening(host, port):
         return None
     try:

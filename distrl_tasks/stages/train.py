@@ -199,7 +199,7 @@ def open_learner(
     resume and start the same way. ``seed_round`` seeds torch before the algorithm's critics
     are built (the train stage's reproducibility); None leaves the generator as it is.
     """
-    import torch
+    import torch  # lazy: torch (the CLI imports this module)
 
     from distrl_tasks.agents.policy import build_policy  # lazy: torch + transformers
     from distrl_tasks.algorithms import train_state as ts  # lazy: torch

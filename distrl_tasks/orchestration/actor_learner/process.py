@@ -22,6 +22,7 @@ JSON header, some followed by one binary payload.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import torch
 
 from distrl_tasks.agents.checkpoint import load_weights_bytes, weights_to_bytes
 from distrl_tasks.agents.policy import build_policy
@@ -131,8 +133,6 @@ def _serve(conn: Any, spec_json: str) -> None:
     """The learner process: open the learner, train on what arrives, export, report."""
     channel = _Channel(conn)
     try:
-        import torch
-
         spec = json.loads(spec_json)
         torch.set_num_threads(int(spec["threads"]))
         cfg = config_from_dict(spec["config"])
@@ -184,10 +184,6 @@ class LearnerProcess:
     """
 
     def __init__(self, cfg: Config, workdir: str | os.PathLike, round_: int) -> None:
-        import dataclasses
-
-        import torch
-
         ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads
         ours, theirs = ctx.Pipe(duplex=True)
         spec = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from urllib.parse import quote
 
 from distrl_tasks.sim.app import App, Page, Screen, parse_action
 from distrl_tasks.sim.apps.packages import CONTACTS, MESSAGES
@@ -299,6 +300,4 @@ def _info_row(y: int, value: str, kind: str, rid: str) -> Node:
 
 
 def _quote(text: str) -> str:
-    from urllib.parse import quote
-
     return quote(text, safe="")
