@@ -37,7 +37,7 @@ from typing import Any
 from distrl_tasks.bench.describe import machine_info
 from distrl_tasks.bench.learning import run_one
 from distrl_tasks.bench.records import RunRecord
-from distrl_tasks.bench.report import replace_section
+from distrl_tasks.bench.report import dated_record, write_record
 from distrl_tasks.bench.setup import LearningBenchSettings, bootstrap_sft
 
 DEFAULT_LRS = (3e-6, 1e-5, 3e-5)
@@ -167,7 +167,7 @@ def run_ablation(
     arm_names: Sequence[str] | None = None,
     lrs: Sequence[float] = DEFAULT_LRS,
     workdir: str | os.PathLike = "runs/learning-bench",
-    results_file: str | os.PathLike | None = "benchmarks/RESULTS.md",
+    results_file: str | os.PathLike | None = "record",
     command: str = "distrl bench ablation",
     fresh: bool = False,
     log: Callable[[str], None] = print,
@@ -204,9 +204,8 @@ def run_ablation(
     table = ablation_table(results, {ts: p.success["test"] for ts, p in sft.items()})
     if results_file is not None:
         section = _section(table, base, lrs, selected, command, wall)
-        path = Path(results_file)
-        text = path.read_text() if path.is_file() else "# Benchmark results\n"
-        path.write_text(replace_section(text, section, (START_MARK, END_MARK)))
+        path = dated_record("ablation") if str(results_file) == "record" else results_file
+        write_record(path, section, (START_MARK, END_MARK))
     log(f"\n{table}\nDone in {wall / 60:.1f} min")
     return table, results
 

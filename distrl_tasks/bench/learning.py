@@ -77,12 +77,13 @@ from distrl_tasks.bench.profiles import (
 from distrl_tasks.bench.records import SFT_CHECK_SEED, RoundPoint, RunRecord
 from distrl_tasks.bench.report import (
     METHOD_LABELS,
+    dated_record,
     evaluate_targets,
     plot_curves,
-    replace_section,
     results_section,
     results_table,
     run_details_table,
+    write_record,
 )
 from distrl_tasks.bench.setup import (
     LearningBenchSettings,
@@ -532,15 +533,17 @@ def run_benchmark(
     settings: LearningBenchSettings,
     *,
     workdir: str | os.PathLike = "runs/learning-bench",
-    results_file: str | os.PathLike | None = "benchmarks/RESULTS.md",
+    results_file: str | os.PathLike | None = "record",
     plots_dir: str | os.PathLike = "benchmarks/plots",
     command: str = "distrl bench learning",
     fresh: bool = False,
     export_dir: str | os.PathLike | None = None,
     log: Callable[[str], None] = print,
 ) -> BenchResult:
-    """Run the benchmark; write plots, MLflow runs and (unless ``results_file`` is None) the
-    RESULTS.md section. Returns the records, the table and where everything went.
+    """Run the benchmark; write plots, MLflow runs and (unless ``results_file`` is None) its
+    record: ``"record"`` is today's ``benchmarks/results/<date>-learning-benchmark.md``
+    (:func:`~distrl_tasks.bench.report.dated_record`). Returns the records, the table and where
+    everything went.
 
     With ``export_dir``, each SFT policy and finished run also gets a portable export there
     (``bench.export``), and a run exported there before, on any machine, is not run again.
@@ -550,6 +553,9 @@ def run_benchmark(
     from distrl_tasks.tracking.runs import KIND_TAG, Tracker  # lazy: mlflow + pyarrow
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    if results_file is not None and str(results_file) == "record":
+        results_file = dated_record("learning-benchmark")
+    record_path = Path(results_file) if results_file is not None else None
     cfg = run_config(settings, settings.task_sets[0])  # a bad override fails here, not later
     root = Path(workdir).resolve()
     if fresh:
@@ -631,9 +637,7 @@ def run_benchmark(
             wall_s=wall,
         )
         if results_file is not None:
-            path = Path(results_file)
-            text = path.read_text() if path.is_file() else "# Benchmark results\n"
-            path.write_text(replace_section(text, section))
+            write_record(record_path, section)
         _log_outputs(parent, section, records, plots)
         parent.log_metrics({"perf/bench_wall_s": wall})
     except Exception:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -369,6 +370,34 @@ def run_details_table(
                 f"{updates_cell} | {finals} | {walls[0]:.0f} ± {walls[1]:.0f} |"
             )
     return "\n".join(lines)
+
+
+RECORDS_DIR = Path("benchmarks") / "results"
+
+
+def dated_record(
+    topic: str, date: str | None = None, root: str | os.PathLike = RECORDS_DIR
+) -> Path:
+    """Where a new measurement's record goes: ``<root>/<date>-<topic>.md`` (default: today).
+
+    ``benchmarks/RESULTS.md`` is the current table; its row for a target is replaced by hand
+    with the new figure and a link to this record.
+    """
+    return Path(root) / f"{date or time.strftime('%Y-%m-%d')}-{topic}.md"
+
+
+def write_record(
+    path: str | os.PathLike, section: str, marks: tuple[str, str] | None = None
+) -> Path:
+    """Put ``section`` into the record at ``path`` (replacing an earlier run's of the same day),
+    atomically; a new record starts with a title naming its date."""
+    path = Path(path)
+    text = path.read_text() if path.is_file() else f"# {path.stem}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(replace_section(text, section, marks))
+    os.replace(tmp, path)
+    return path
 
 
 def replace_section(text: str, section: str, marks: tuple[str, str] | None = None) -> str:

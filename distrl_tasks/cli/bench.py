@@ -72,7 +72,10 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         "--workdir", default="runs/learning-bench", help="where runs, caches and MLflow live"
     )
     p.add_argument(
-        "--results-file", default="benchmarks/RESULTS.md", help="markdown file to update"
+        "--results-file",
+        default="record",
+        help="markdown record to write (default: benchmarks/results/<today>-<benchmark>.md; "
+        "then replace the target's row in benchmarks/RESULTS.md with its figure and link)",
     )
     p.add_argument("--plots-dir", default="benchmarks/plots", help="where the PNGs go")
     p.add_argument("--no-results", action="store_true", help="do not write the results file")

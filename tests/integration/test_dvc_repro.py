@@ -289,9 +289,18 @@ def isolated_env(tmp: Path) -> dict[str, str]:
 
 
 def tiny_params(path: Path) -> None:
+    """``params.yaml`` with :data:`TINY` merged in, nested sections key by key (every key the
+    stages declare must stay in the file)."""
+
+    def merge(into: dict, values: dict) -> None:
+        for key, value in values.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
     params = yaml.safe_load(path.read_text())
-    for section, values in TINY.items():
-        params[section].update(values)
+    merge(params, TINY)
     path.write_text(yaml.safe_dump(params, sort_keys=False))
 
 

@@ -514,3 +514,17 @@ def test_moved_keys_are_hashed_under_their_old_names() -> None:
     assert hashed["algorithm.priority_alpha"] == view["algorithm.distrl.priority_alpha"]
     assert not set(MOVED_KEYS.values()) & set(hashed)
     assert len(hashed) == len(view)
+
+
+def test_a_new_measurement_goes_to_a_dated_record_not_the_current_table(tmp_path) -> None:
+    from distrl_tasks.bench import report as rep
+
+    path = rep.dated_record("learning-benchmark", "2026-11-28", root=tmp_path)
+    assert path == tmp_path / "2026-11-28-learning-benchmark.md"
+    first = f"{rep.START_MARK}\nfirst\n{rep.END_MARK}"
+    rep.write_record(path, first)
+    assert path.read_text() == f"# 2026-11-28-learning-benchmark\n\n{first}\n"
+    rep.write_record(path, f"{rep.START_MARK}\nsecond\n{rep.END_MARK}")  # the same day, again
+    text = path.read_text()
+    assert "second" in text and "first" not in text and text.count(rep.START_MARK) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary left
