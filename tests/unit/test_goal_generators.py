@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from distrl_tasks.sim.apps import PLAY_STORE
 from distrl_tasks.tasks.generators import (
     PATTERNS,
     HeldOut,
@@ -13,6 +14,7 @@ from distrl_tasks.tasks.generators import (
     family_shares,
     generate_goals,
     normalise,
+    solvable,
     task_key,
 )
 from distrl_tasks.tasks.parse import parse_goal
@@ -105,3 +107,15 @@ def test_balanced_corpus_quotas_sum_exactly_and_text_only_exclusion() -> None:
         family_shares("general", search_share=1.0)
     with pytest.raises(ValueError, match="sizes"):
         balanced_corpus("general", -1, 1)
+
+
+def test_installing_the_play_store_is_never_a_goal() -> None:
+    # its setup uninstalls the store it would be installed from: no agent could solve it
+    task = parse_goal("Install the Play Store app")
+    assert task.family == "install_app" and not solvable(task.family, task.params)
+    for seed in range(3):
+        installs = generate_goals(60, seed=seed, families=["install_app"])
+        assert all(parse_goal(g).params["package"] != PLAY_STORE for g in installs)
+    extra = ["Install the Play Store app", "Get Play Store", "Install Spotify"]
+    corpus = balanced_corpus("general", 200, 1, seed=0, extra=extra)
+    assert not {"Install the Play Store app", "Get Play Store"} & set(corpus.train + corpus.heldout)

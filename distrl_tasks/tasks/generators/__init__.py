@@ -4,7 +4,8 @@ Each family has sentence patterns taken from its AitW train goals, with slots fi
 vocabularies in :mod:`distrl_tasks.tasks.generators.vocab`. A generated goal is kept only when
 
 * the parser reads it as the family it was written for (so the simulator can set it up and the
-  oracle judge it), and
+  oracle judge it),
+* some agent can solve it (:func:`solvable`: installing the Play Store is not), and
 * it is not a test goal of either task set, compared on normalised text (case, spaces and
   punctuation ignored) *and* on ``(family, params)`` (so "Whats the news in Peru" cannot stand in
   for the test goal "What's the news in Peru?").
@@ -22,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from distrl_tasks.sim.apps import PLAY_STORE
 from distrl_tasks.tasks.generators import vocab as V
 from distrl_tasks.tasks.parse import parse_goal
 from distrl_tasks.tasks.task import GENERAL, TASK_SETS, WEBSHOP, GoalParseError
@@ -330,11 +332,19 @@ def generate_goals(
     return out
 
 
+def solvable(family: str, params: Mapping[str, str]) -> bool:
+    """Whether an agent can solve the task at all: installing the Play Store cannot be done
+    (the task's setup uninstalls the store the app would be installed from)."""
+    return not (family == "install_app" and params.get("package") == PLAY_STORE)
+
+
 def _parses_as(goal: str, family: str) -> bool:
+    """Whether ``goal`` reads as ``family`` and is :func:`solvable`."""
     try:
-        return parse_goal(goal).family == family
+        task = parse_goal(goal)
     except GoalParseError:
         return False
+    return task.family == family and solvable(task.family, task.params)
 
 
 SEARCH_SHARE = 0.2  # web_search's share of a balanced General corpus (AitW's train file: 66%)
@@ -397,11 +407,12 @@ def balanced_corpus(
     seen: set[str] = set()
     for goal in extra:
         try:
-            family = parse_goal(goal).family
+            task = parse_goal(goal)
         except GoalParseError:
             continue
-        key = normalise(goal)
-        if family in pools and key not in seen and goal not in exclude:
+        family, key = task.family, normalise(goal)
+        fits = family in pools and solvable(family, task.params)
+        if fits and key not in seen and goal not in exclude:
             seen.add(key)
             pools[family].append(goal)
     train: list[str] = []
