@@ -483,7 +483,7 @@ def test_dvc_exp_run_sets_one_param_and_exp_show_compares_it(clone: Clone) -> No
     header = table[0].split(",")
     params = [c for c in header if c.split(".")[0] in SECTIONS]
     declared = declared_params(clone.root / "dvc.yaml", clone.root / "pretrain" / "dvc.yaml")
-    assert params == declared and 15 <= len(params) <= 40, params
+    assert sorted(params) == sorted(declared) and 15 <= len(params) <= 40, params
     assert "test_success_rate" in header and not [c for c in header if "/" in c]  # no dep hashes
     assert any(row.split(",")[header.index("algorithm.lm_lr")] == "1.5e-05" for row in table)
     shown = json.loads(clone.dvc("exp", "show", "--json").stdout)
