@@ -541,7 +541,7 @@ def run_benchmark(
     log: Callable[[str], None] = print,
 ) -> BenchResult:
     """Run the benchmark; write plots, MLflow runs and (unless ``results_file`` is None) its
-    record: ``"record"`` is today's ``benchmarks/results/<date>-learning-benchmark.md``
+    record: ``"record"`` is today's learning-benchmark record under ``benchmarks/results/``
     (:func:`~distrl_tasks.bench.report.dated_record`). Returns the records, the table and where
     everything went.
 
