@@ -322,17 +322,32 @@ class Phone:
         self.dynamics.observed(self)
         return png
 
+    def dump_tree(self) -> tuple[Node, str]:
+        """The view tree ``uiautomator dump`` serializes and its package: the active window's.
+
+        An interruption that is a window of its own on Android (a permission or
+        app-not-responding dialog, a sign-in or interstitial activity) is dumped alone, as a
+        device dumps the focused window; otherwise the whole composed screen, in-page overlays
+        included, under the front app's package. The screenshot always shows everything.
+        """
+        root = self.compose()
+        overlay = self.dynamics.overlay
+        # the pulled-down shade is the window in front, and it is drawn in the composed tree
+        if overlay is not None and overlay.window and not self.shade_open:
+            return overlay.node, overlay.window
+        return root, self.front.package
+
     def ui_xml(self) -> str:
         """The hierarchy in logical pixels (what in-process drivers such as the expert read)."""
-        xml = to_uiautomator_xml(self.compose(), package=self.front.package)
+        root, package = self.dump_tree()
+        xml = to_uiautomator_xml(root, package=package)
         self.dynamics.observed(self)
         return xml
 
     def display_xml(self) -> str:
         """The hierarchy in display pixels, as ``uiautomator dump`` prints it over ADB."""
-        xml = to_uiautomator_xml(
-            self.compose(), package=self.front.package, scale=self.render_scale
-        )
+        root, package = self.dump_tree()
+        xml = to_uiautomator_xml(root, package=package, scale=self.render_scale)
         self.dynamics.observed(self)
         return xml
 

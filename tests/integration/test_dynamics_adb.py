@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import adbutils
 import pytest
 from PIL import Image
 
 from distrl_tasks.config import load_config
+from distrl_tasks.protocol.ui_dump import Screen
+from distrl_tasks.sim.dynamics import NAMES
 from distrl_tasks.tasks.expert import run_expert
 from distrl_tasks.tasks.goal_farms import running_farm
+
+ADB = shutil.which("adb")
+needs_adb = pytest.mark.skipif(
+    ADB is None, reason="the real `adb` client is not installed (make system-deps)"
+)
 
 
 def nodes(xml: str) -> list[tuple[str, str, tuple[int, int, int, int]]]:
@@ -110,3 +120,117 @@ def test_sim_serve_dynamics_flag() -> None:
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+# ----- the dump as a device gives it: a window of its own is dumped alone --------------------
+def adb(port: int, *args: str) -> bytes:
+    """The real adb client against the farm's server only (-P; never its default 5037)."""
+    assert ADB is not None
+    env = {**os.environ, "ADB_SERVER_SOCKET": f"tcp:127.0.0.1:{port}"}
+    env.pop("ANDROID_SERIAL", None)
+    proc = subprocess.run(
+        [ADB, "-P", str(port), "-s", "emulator-5554", *args],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=30,
+        env=env,
+    )
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def adb_dump(port: int, tmp: Path) -> Screen:
+    """``uiautomator dump`` to a file, read back with ``adb pull`` and ``exec-out cat``; every
+    node of a dump names one package (the window's)."""
+    out = adb(port, "shell", "uiautomator", "dump", "/sdcard/window_dump.xml")
+    assert out == b"UI hierchary dumped to: /sdcard/window_dump.xml\n"
+    adb(port, "pull", "/sdcard/window_dump.xml", str(tmp / "window_dump.xml"))
+    xml = (tmp / "window_dump.xml").read_bytes()
+    assert adb(port, "exec-out", "cat /sdcard/window_dump.xml") == xml
+    screen = Screen.parse(xml.decode())
+    assert set(re.findall(r'package="([^"]*)"', xml.decode())) == {screen.package}
+    return screen
+
+
+def adb_tap(port: int, screen: Screen, label: str = "", rid: str = "") -> None:
+    node = screen.by_label(label) if label else screen.by_rid(rid)
+    assert node is not None, (label, rid, [n.label for n in screen.nodes])
+    x, y = node.center
+    adb(port, "shell", "input", "tap", str(int(x)), str(int(y)))
+
+
+def forced(*names: str) -> dict[str, float]:
+    """Config overrides: every perturbation off but ``names``, which always fire."""
+    return {f"sim.dynamics.rates.{n}": float(n in names) for n in NAMES}
+
+
+def assert_alone(screen: Screen, package: str, buttons: list[str]) -> None:
+    """The dump is the dialog's window: its package, its buttons, nothing of the app."""
+    assert screen.package == package
+    assert [n.label for n in screen.clickables()] == buttons
+    for app_id in (":id/url_bar", ":id/product_item", "systemui:id/navigation_bar_frame"):
+        assert screen.by_rid(app_id) is None, app_id
+
+
+PERMISSIONS = "com.google.android.permissioncontroller"
+
+
+@needs_adb
+def test_uiautomator_dump_shows_a_system_dialog_or_activity_alone_and_a_banner_with_its_page(
+    tmp_path: Path,
+) -> None:
+    names = ("permission_location", "chrome_signin", "permission_notifications")
+    cfg = load_config(None, forced(*names, "cookie_consent", "app_interstitial"))
+    with running_farm(1, sim_cfg=cfg.sim, dynamics="live") as rf:
+        p = rf.port
+        adb(p, "shell", "monkey -p com.android.chrome -c android.intent.category.LAUNCHER 1")
+        # Chrome's first open: location, sign-in, notifications, each its own window in turn
+        for package, buttons in (
+            (PERMISSIONS, ["While using the app", "Don't allow"]),
+            ("com.android.chrome", ["Continue as Alex", "Use without an account"]),
+            (PERMISSIONS, ["Allow", "Don't allow"]),
+        ):
+            screen = adb_dump(p, tmp_path)
+            assert_alone(screen, package, buttons)
+            adb_tap(p, screen, buttons[-1])
+        page = adb_dump(p, tmp_path)
+        assert page.package == "com.android.chrome" and page.by_rid(":id/url_bar") is not None
+        adb_tap(p, page, rid=":id/url_bar")
+        adb(p, "shell", "input", "text", "bestbuy.com")
+        adb(p, "shell", "input", "keyevent", "66")
+        # a cookie banner is part of the page: the page's nodes stay, with the banner's
+        banner = adb_dump(p, tmp_path)
+        assert banner.package == "com.android.chrome"
+        assert banner.by_label("Accept all") and banner.by_label("Reject all")
+        assert banner.by_rid(":id/url_bar") is not None
+        assert banner.by_rid("systemui:id/navigation_bar_frame") is not None
+        page_nodes = [n for n in banner.nodes if "cookie" not in n.rid and n.text]
+        assert len(page_nodes) > 5
+        adb_tap(p, banner, "Reject all")
+        # the "Get the app" interstitial is an activity of its own: dumped alone
+        screen = adb_dump(p, tmp_path)
+        assert_alone(screen, "com.android.chrome", ["Open app", "Continue in browser"])
+        assert screen.by_rid(":id/app_interstitial") is not None
+        # the screenshot still draws the page around the card: its toolbar is the page's own
+        toolbar = banner.by_rid(":id/url_bar").bounds
+        under = Image.open(io.BytesIO(adb(p, "exec-out", "screencap -p"))).convert("RGB")
+        adb_tap(p, screen, "Continue in browser")
+        assert adb_dump(p, tmp_path).by_rid(":id/url_bar") is not None
+        page_png = Image.open(io.BytesIO(adb(p, "exec-out", "screencap -p"))).convert("RGB")
+        assert under.crop(toolbar).tobytes() == page_png.crop(toolbar).tobytes()
+        assert under.tobytes() != page_png.tobytes()
+
+
+@needs_adb
+def test_uiautomator_dump_shows_the_app_not_responding_dialog_alone(tmp_path: Path) -> None:
+    cfg = load_config(None, forced("anr"))
+    with running_farm(1, sim_cfg=cfg.sim, dynamics="live") as rf:
+        p = rf.port
+        adb(p, "shell", "monkey -p com.android.chrome -c android.intent.category.LAUNCHER 1")
+        screen = adb_dump(p, tmp_path)
+        assert_alone(screen, "android", ["Close app", "Wait"])
+        assert screen.by_rid("android:id/aerr_dialog") is not None
+        assert json.loads(adb(p, "shell", "simctl state"))["app"] == "com.android.chrome"
+        adb_tap(p, screen, "Close app")
+        home = adb_dump(p, tmp_path)
+        assert home.package != "android" and home.by_label("Chrome") is not None

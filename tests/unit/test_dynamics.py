@@ -8,7 +8,7 @@ import math
 import pytest
 
 from distrl_tasks.config import ConfigError, DynamicsRatesConfig, load_config
-from distrl_tasks.protocol.ui_dump import Screen
+from distrl_tasks.protocol.ui_dump import Screen, actionable_elements
 from distrl_tasks.sim.apps import CHROME, LAUNCHER, PLAY_STORE, SETTINGS, YOUTUBE
 from distrl_tasks.sim.dynamics import (
     BY_NAME,
@@ -138,8 +138,10 @@ def test_permission_dialog_is_modal_and_back_denies() -> None:
     phone.launch(CHROME)
     assert shown(phone) == ["permission_location"]
     before = phone.state()
-    bar = screen(phone).by_rid(":id/url_bar")
-    phone.tap(*bar.center)  # a tap outside the dialog does nothing
+    # the dump shows the dialog's window alone: the bar's place is taken from what is drawn
+    bar = phone.compose().find(resource_id="com.android.chrome:id/url_bar")
+    x1, y1, x2, y2 = bar.bounds
+    phone.tap((x1 + x2) / 2, (y1 + y2) / 2)  # a tap outside the dialog does nothing
     assert phone.state() == before and dyn.overlay is not None
     phone.input_text("ignored")
     phone.keyevent(66)
@@ -219,6 +221,57 @@ def test_interstitial_comes_back_once_and_fake_close_opens_an_ad() -> None:
     phone.tap(*close.center)
     state = phone.state()
     assert state.page == "web" and "googleadservices" in state.param("url")
+
+
+# ----- the dump as a device gives it ---------------------------------------------------------
+URL_BAR = f"{CHROME}:id/url_bar"
+WINDOWS = [
+    ("permission_location", "com.google.android.permissioncontroller",
+     ["While using the app", "Don't allow"]),
+    ("permission_notifications", "com.google.android.permissioncontroller",
+     ["Allow", "Don't allow"]),
+    ("anr", "android", ["Close app", "Wait"]),
+    ("chrome_signin", CHROME, ["Continue as Alex", "Use without an account"]),
+    ("app_interstitial", CHROME, ["Open app", "Continue in browser"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "package", "buttons"), WINDOWS)
+def test_a_dialog_or_activity_window_is_dumped_alone(
+    name: str, package: str, buttons: list[str]
+) -> None:
+    phone, dyn = phone_with(**only(**{name: 1.0}))
+    open_shop_results(phone)
+    assert shown(phone)[0] == name  # an ANR may come again on the next screen, queued
+    dump = screen(phone)
+    assert dump.package == package
+    assert [e.label for e in actionable_elements(phone.ui_xml())] == buttons
+    # nothing of the app underneath, nor the system bars: the window alone
+    assert dump.by_rid(":id/url_bar") is None and dump.by_rid(":id/product_item") is None
+    assert dump.by_rid("systemui:id/navigation_bar_frame") is None
+    display = Screen.parse(phone.display_xml())
+    assert display.package == package and display.by_rid(":id/url_bar") is None
+    # the screenshot's tree still draws the page under the dialog
+    assert phone.compose().find(resource_id=URL_BAR) is not None
+    while dyn.overlay is not None:
+        tap_label(phone, buttons[-1])
+    assert screen(phone).by_rid(":id/url_bar") is not None
+
+
+def test_in_page_banner_and_heads_up_stay_in_the_app_dump() -> None:
+    phone, _ = phone_with(**only(cookie_consent=1.0))
+    open_shop_results(phone)
+    assert shown(phone) == ["cookie_consent"]
+    dump = screen(phone)
+    assert dump.package == CHROME
+    assert dump.by_label("Reject all") is not None and dump.by_label("Accept all") is not None
+    assert dump.by_rid(":id/url_bar") is not None and dump.by_rid(":id/product_item") is not None
+
+    phone, _ = phone_with(**only(heads_up=1.0))
+    phone.launch(CHROME)
+    assert shown(phone) == ["heads_up"]
+    dump = screen(phone)
+    assert dump.by_rid("systemui:id/heads_up") is not None and dump.by_rid(":id/url_bar")
 
 
 def test_slow_load_shows_a_spinner_for_two_captures_and_taps_do_nothing() -> None:

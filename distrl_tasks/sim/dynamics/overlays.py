@@ -4,7 +4,9 @@ Each is a :class:`~distrl_tasks.sim.ui.Node` subtree added on top of the compose
 screenshot, hit-testing and the uiautomator XML show the same thing. Buttons carry ``dyn:``
 actions that :class:`~distrl_tasks.sim.dynamics.model.Dynamics` interprets. Resource-ids follow
 the real apps' where they are known (permission controller, ``android:id/aerr_*`` of the
-app-not-responding dialog); texts are what those dialogs say.
+app-not-responding dialog); texts are what those dialogs say. An overlay that is a window of its
+own on Android (a system dialog, another activity) names that window's package in
+:attr:`Overlay.window`: a device's ``uiautomator dump`` shows that window alone.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from dataclasses import dataclass
 from distrl_tasks.sim.ui import CONTENT_BOTTOM, SCREEN_H, SCREEN_W, STATUS_BAR_H, Node, Style
 
 PERMISSION = "com.android.permissioncontroller:id"
+PERMISSION_PACKAGE = "com.google.android.permissioncontroller"  # AOSP ids, Google's package
+SYSTEM_PACKAGE = "android"  # the app-not-responding dialog belongs to the system server
+CHROME_PACKAGE = "com.android.chrome"
 SYSTEMUI = "com.android.systemui:id"
 
 
@@ -28,6 +33,10 @@ class Overlay:
         modal: a tap outside its card does nothing (dialogs); False for heads-ups.
         back_closes: BACK dismisses it (most); False where only a button does.
         ttl: inputs before it goes away by itself (heads-ups), -1 for never.
+        window: the package of the window it is on Android when that is a window of its own
+            (permission and app-not-responding dialogs, sign-in and interstitial activities):
+            the dump then shows it alone; "" for one drawn in the app's window (a site's
+            cookie banner, a promo sheet) or beside it (a heads-up), dumped with the app.
     """
 
     name: str
@@ -35,6 +44,7 @@ class Overlay:
     modal: bool = True
     back_closes: bool = True
     ttl: int = -1
+    window: str = ""
 
 
 def _button(bounds: tuple[int, int, int, int], text: str, action: str, rid: str, primary: bool):
@@ -76,7 +86,8 @@ def _card(
 ) -> Node:
     """A card with a title, a message and stacked buttons ``(text, action, rid)``; the first
     button is the primary one. No scrim: the renderer has no alpha, and the page underneath
-    stays visible (and in the XML), while :class:`Overlay.modal` makes taps outside do nothing."""
+    stays visible (and in the XML, unless the overlay is a window of its own), while
+    :class:`Overlay.modal` makes taps outside do nothing."""
     root = Node(cls="android.widget.FrameLayout", bounds=(0, 0, SCREEN_W, SCREEN_H))
     card = Node(
         cls="android.widget.LinearLayout",
@@ -116,7 +127,7 @@ def permission_dialog(app_label: str, what: str) -> Overlay:
         ("Don't allow", "dyn:dismiss", f"{PERMISSION}/permission_deny_button"),
     ]
     node = _card(f"{PERMISSION}/grant_dialog", question, "", buttons, top=1250, bottom=1800)
-    return Overlay(f"permission_{what}", node)
+    return Overlay(f"permission_{what}", node, window=PERMISSION_PACKAGE)
 
 
 def chrome_signin(fake_close: bool) -> Overlay:
@@ -139,7 +150,8 @@ def chrome_signin(fake_close: bool) -> Overlay:
         x1=0,
         x2=SCREEN_W,
     )
-    return Overlay("chrome_signin", _maybe_fake_close(node, fake_close, 1350))
+    node = _maybe_fake_close(node, fake_close, 1350)
+    return Overlay("chrome_signin", node, window=CHROME_PACKAGE)  # Chrome's first-run activity
 
 
 def cookie_consent(site: str) -> Overlay:
@@ -176,7 +188,9 @@ def app_interstitial(shop: str, fake_close: bool) -> Overlay:
         top=600,
         bottom=1700,
     )
-    return Overlay("app_interstitial", _maybe_fake_close(node, fake_close, 600), back_closes=False)
+    node = _maybe_fake_close(node, fake_close, 600)
+    # an activity of its own over the page, so the dump shows it alone
+    return Overlay("app_interstitial", node, back_closes=False, window=CHROME_PACKAGE)
 
 
 def rate_app() -> Overlay:
@@ -262,7 +276,7 @@ def anr_dialog(app_label: str) -> Overlay:
         top=1000,
         bottom=1600,
     )
-    return Overlay("anr", node, back_closes=False)
+    return Overlay("anr", node, back_closes=False, window=SYSTEM_PACKAGE)
 
 
 def _maybe_fake_close(root: Node, fake: bool, top: int) -> Node:
