@@ -120,7 +120,7 @@ def test_notebook_runs_headless_on_a_tiny_run(
     figures = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(figures) == 7
     saved = sorted(p.stem for p in (tmp_path / "figures").glob("*.png"))
-    episodes = [name for name in saved if name.startswith("episode_")]
+    episodes = [name for name in saved if name.startswith("drawn_episode_")]
     assert len(episodes) == 2
     assert sorted(set(saved) - set(episodes)) == sorted(
         ["success_by_family", "episode_length", "action_types", "tap_heatmap", "learning_curves"]
@@ -131,7 +131,7 @@ def test_notebook_runs_headless_on_a_tiny_run(
         with Image.open(png) as image:
             width, height = image.size
         assert 150 <= width <= 2000, (png.name, image.size)
-        if not png.stem.startswith("episode_"):  # an episode sheet scrolls down, step by step
+        if not png.stem.startswith("drawn_episode_"):  # a sheet scrolls down, step by step
             assert 100 <= height <= 2400 and width / height <= 6, (png.name, image.size)
     for name in episodes:  # whole frames at a readable width (not 130-pixel thumbnails)
         with Image.open(tmp_path / "figures" / f"{name}.png") as image:
