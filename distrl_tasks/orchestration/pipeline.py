@@ -54,6 +54,7 @@ from distrl_tasks.orchestration.round_results import (
     RoundResult,
     format_rounds,  # noqa: F401
 )
+from distrl_tasks.stages.common import round_dir
 
 CollectCallback = Callable[[int, dict[str, Any], float], None]
 
@@ -322,6 +323,42 @@ class _Actor(threading.Thread):
         return [item for item in items if item is not _END]
 
 
+def _learned_earlier(workdir: str | os.PathLike, round_: int) -> bool:
+    """Whether an earlier run of the command learned round ``round_`` (its version manifest)."""
+    return (round_dir(workdir, round_) / "version.json").is_file()
+
+
+def _merged_earlier(workdir: str | os.PathLike, round_: int) -> bool:
+    """Whether an earlier, killed run labeled collection ``round_`` as merged into a newer
+    round it then learned (a label manifest but no version manifest)."""
+    labeled = (round_dir(workdir, round_) / "label.json").is_file()
+    return labeled and not _learned_earlier(workdir, round_)
+
+
+Collection = tuple[int, dict, float]  # (round, collect manifest, finished_s)
+
+
+def _next_batch(
+    actor: _Actor, pending: list[Collection], workdir: str | os.PathLike, window: int
+) -> list[Collection]:
+    """The collections the learner takes next: those finished so far (``pending`` first,
+    the actor's otherwise), cut and extended to the batches an earlier run of the same command
+    learned, so a resumed run learns the same rounds (never one round's data under another's
+    number, which would train it twice) and counts them as that run did. ``window``: the
+    actor's lead, which no batch exceeds (the actor collects no more until some are learned)."""
+    batch = pending[:] if pending else actor.take()
+    pending.clear()
+    while batch and len(batch) < window and _merged_earlier(workdir, batch[-1][0]):
+        if actor.ended:
+            break
+        batch += actor.take()  # the earlier run's batch ran further
+    for i, (r, _, _) in enumerate(batch):
+        if _learned_earlier(workdir, r):  # the earlier run's batch ended here
+            pending += batch[i + 1 :]
+            return batch[: i + 1]
+    return batch
+
+
 def _async_rounds(
     cfg: Config,
     workdir: str | os.PathLike,
@@ -341,10 +378,11 @@ def _async_rounds(
     # a single learner round would never train on a second collection
     actor = _Actor(cfg, workdir, record, first, t0, budget_s, window, limit=1 if n == 1 else None)
     actor.start()
+    pending: list[Collection] = []  # taken from the actor, left for the next learner round
     clean = False
     try:
-        while len(results) < n and not actor.ended:
-            batch = actor.take()
+        while len(results) < n and (pending or not actor.ended):
+            batch = _next_batch(actor, pending, workdir, window)
             for r, manifest, collected_s in batch:
                 if on_collect:
                     on_collect(r, manifest, collected_s)
@@ -372,6 +410,9 @@ def _async_rounds(
         clean = True
     finally:
         actor.halt()  # an actor waiting for a slot sees it within its poll interval
+        for r, manifest, collected_s in pending:  # taken, never learned
+            if on_collect and clean:
+                on_collect(r, manifest, collected_s)
         while not actor.ended:  # let the collection in flight finish before the farm stops
             try:
                 batch = actor.take()

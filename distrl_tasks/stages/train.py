@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distrl_tasks.config import Config, modes
-from distrl_tasks.protocol.files import atomic_directory
+from distrl_tasks.protocol.files import atomic_directory, atomic_write_json
 from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import common
 
@@ -137,6 +137,10 @@ def run(
     if hasattr(algorithm, "policy_version"):
         # DistRL reports train/staleness (this version minus the data's behaviour versions)
         algorithm.policy_version = learner.policy_version
+    if latest is not None and _trained_round(latest) == round:
+        # killed after the round's state was saved, before its manifest: never train it twice
+        metrics = _saved_metrics(latest)
+        return _finish(cfg, workdir, round, data_version, learner, policy, replay, metrics)
     # every process trains (gradients are all-reduced; checkpoints are collective) ...
     # a fresh critic is pre-fitted until its loss plateaus (algorithm.critic_prefit); then the
     # critic warm-up, then the actor (bumps learner.policy_version)
@@ -152,7 +156,32 @@ def run(
         metrics = learner.train_round(
             replay, steps, critic_steps=critic_steps, prefit=prefit, on_step=advance
         )
-    learner.save_checkpoint(f"round-{round:06d}")
+    saved = learner.save_checkpoint(f"round-{round:06d}")
+    if learner.accelerator.is_main_process:  # what a resume after a kill right here reports
+        atomic_write_json(saved / ROUND_METRICS, {k: float(v) for k, v in metrics.items()})
+    return _finish(cfg, workdir, round, data_version, learner, policy, replay, metrics)
+
+
+ROUND_METRICS = "round_metrics.json"  # beside a learner state: the metrics of its round
+
+
+def _saved_metrics(state: Path) -> dict[str, float]:
+    """The metrics of the round that saved learner state ``state`` ({} if they were lost)."""
+    path = state / ROUND_METRICS
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _finish(
+    cfg: Config,
+    workdir: str | os.PathLike,
+    round: int,
+    data_version: str,
+    learner: Learner,
+    policy: Any,
+    replay: Any,
+    metrics: dict[str, Any],
+) -> dict[str, Any]:
+    """Export the round's trained policy, log its metrics and write the train manifest."""
     out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {
         "round": round,
