@@ -231,3 +231,10 @@ def test_sigkilled_learner_process_fails_the_round_and_the_rerun_finishes(tmp_pa
     bound = cfg.orchestration.continuous.max_staleness
     assert train["metrics"]["async/staleness_max"] <= bound
     assert all(0 <= v <= train["policy_version"] for _, _, v in raw_rows)
+
+    # the same command once more: the round is done, so nothing is collected or trained again
+    again = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert common.read_manifest(project, 1, "train") == train
+    assert _trajectories(sorted(common.raw_dir(cfg, project).glob("r*.parquet"))) == raw_rows
+    assert len([v for v in registry.compare_versions() if v.round]) == 1

@@ -73,9 +73,20 @@ def continuous_round(
     t0: float,
     budget_s: float | None = None,
 ) -> RoundResult:
-    """Run actors and the continuous learner until the episodes are done or the budget ends."""
+    """Run actors and the continuous learner until the episodes are done or the budget ends.
+
+    A round an earlier run trained (its train manifest exists: the command was killed in its
+    evaluation or registration) is not collected or trained again: its chain is finished.
+    """
     c, o = cfg.orchestration.continuous, cfg.orchestration
     start = time.perf_counter()
+    trained = common.read_manifest(workdir, round_, "train")
+    if trained is not None:  # collecting and training it again would train on it twice
+        collected = common.read_manifest(workdir, round_, "collect") or {"round": round_}
+        res = RoundResult(round_, collect={**collected, "reused": True})
+        learn(cfg, res, workdir, trained={**trained, "reused": True})
+        res.finished_s = time.perf_counter() - t0
+        return res
     horizon = cfg.env.horizon_webshop if cfg.env.task_set == "webshop" else cfg.env.horizon_general
     goals = load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
     serials = list(record.get("serials") or [])[: o.workers * o.devices_per_worker]
@@ -220,6 +231,7 @@ def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> Roun
         result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
     )
     manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}
+    common.write_manifest(workdir, round_, "collect", manifest)  # what a resumed run reports
     out = final["checkpoint_dir"]
     train = {
         "round": round_,
