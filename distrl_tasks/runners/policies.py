@@ -72,7 +72,7 @@ def as_collect_policy(policy: object, seed: int = 0) -> CollectPolicy:
     raise TypeError(f"not a policy: {type(policy).__name__} has no act(observations)")
 
 
-class _ScreenOnly:
+class ScreenOnlyDriver:
     """Driver for a one-step expert: reads the observed UI dump; the env performs the action."""
 
     def __init__(self) -> None:
@@ -107,12 +107,12 @@ class ScriptedPolicy:
         self.mistake_rate = mistake_rate
         self.seed = seed
         self.max_episodes = max_episodes
-        self._experts: OrderedDict[str, tuple[Expert, _ScreenOnly]] = OrderedDict()
+        self._experts: OrderedDict[str, tuple[Expert, ScreenOnlyDriver]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _expert(self, obs: EnvObservation) -> tuple[Expert, _ScreenOnly]:
+    def _expert(self, obs: EnvObservation) -> tuple[Expert, ScreenOnlyDriver]:
         if obs.step == 0 or obs.episode_id not in self._experts:
-            driver = _ScreenOnly()
+            driver = ScreenOnlyDriver()
             seed = f"{self.seed}:{obs.episode_id}"
             expert = Expert(driver, parse_goal(obs.goal), mistake_rate=self.mistake_rate, seed=0)
             expert.rng = random.Random(seed)  # per-episode mistakes, reproducible

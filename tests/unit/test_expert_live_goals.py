@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from distrl_tasks.protocol.actions import ActionType, parse_action
 from distrl_tasks.protocol.ui_dump import Screen
+from distrl_tasks.runners.policies import ScreenOnlyDriver
 from distrl_tasks.sim.apps import CHROME
 from distrl_tasks.sim.dynamics import NAMES, Dynamics
 from distrl_tasks.sim.phone import Phone
@@ -27,27 +28,6 @@ SEEDS = (0, 1, 2)
 SERIALS = ("emulator-5554", "emulator-5556")
 KINDLE = 'Go to ebay.com, search for "kindle paperwhite"'  # a held-out goal issue 53 saw fail
 _KEYS = {ActionType.PRESS_HOME: 3, ActionType.PRESS_BACK: 4, ActionType.PRESS_ENTER: 66}
-
-
-class _Frame:
-    """The driver :class:`ScriptedPolicy` gives the expert: the observed dump, no actions."""
-
-    xml = ""
-
-    def ui_xml(self) -> str:
-        return self.xml
-
-    def tap(self, x: float, y: float) -> None:
-        return None
-
-    def swipe(self, x1: float, y1: float, x2: float, y2: float, duration_ms: int = 300) -> None:
-        return None
-
-    def input_text(self, text: str) -> None:
-        return None
-
-    def keyevent(self, code: int | str) -> None:
-        return None
 
 
 @dataclass
@@ -94,7 +74,7 @@ def run_one_step(phone: Phone, goal: str, seed: int = 0) -> Run:
     """One episode the way ScriptedPolicy and AndroidEnv run it, to success or the horizon."""
     task = parse_goal(goal)
     phone.set_task(task)
-    frame = _Frame()
+    frame = ScreenOnlyDriver()
     expert = Expert(frame, task)
     expert.rng = random.Random(f"{seed}:{goal}")
     run = Run(goal)
@@ -190,7 +170,7 @@ def test_a_one_step_expert_waits_on_a_spinner_with_a_tap_that_changes_nothing() 
     phone.set_task(parse_goal(KINDLE))
     phone.launch(CHROME)
     phone.apps[CHROME].navigate("ebay.com")
-    frame = _Frame()
+    frame = ScreenOnlyDriver()
     expert = Expert(frame, parse_goal(KINDLE))
     frame.xml = observe(phone)
     assert Screen.parse(frame.xml).first(lambda n: n.cls.endswith("ProgressBar")) is not None
