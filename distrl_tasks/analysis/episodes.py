@@ -24,9 +24,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from distrl_tasks.analysis.screenshots import (
-    episode_frames,  # noqa: F401
     pick_episodes,  # noqa: F401
-    screenshot_strip,  # noqa: F401
     show_episode,  # noqa: F401
 )
 from distrl_tasks.config import Config, load_config

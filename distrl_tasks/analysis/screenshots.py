@@ -4,46 +4,26 @@
 :func:`episode_rows` reads one episode's shard rows, :func:`show_episode` draws it with its
 actions (:mod:`distrl_tasks.data.episode_drawing`, shared with the evaluate stage), and
 :func:`write_round_episodes` writes a round's episodes as PNG sheets or GIFs (``distrl episodes
-show``). :func:`episode_frames` and :func:`screenshot_strip` give the bare screenshots in a row.
-These look at single episodes rather than aggregate over all of them, so they live apart from
-:mod:`distrl_tasks.analysis.episodes` (which re-exports them for the notebook).
+show``). These look at single episodes rather than aggregate over all of them, so they live apart
+from :mod:`distrl_tasks.analysis.episodes` (which re-exports what the notebook uses).
 """
 
 from __future__ import annotations
 
-import io
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 from PIL import Image
 
 from distrl_tasks.data.episode_drawing import (
+    DRAWN_COLUMNS,
     draw_episode,
     episode_sheet,
     episode_title,
     save_episode,
 )
 from distrl_tasks.data.shards import read_shards
-
-# What drawing an episode reads of its rows (everything but the encoder features and prompts).
-DRAWN_COLUMNS = (
-    "trajectory_id",
-    "round",
-    "step",
-    "task",
-    "action",
-    "action_type",
-    "invalid",
-    "touch_point",
-    "lift_point",
-    "typed_text",
-    "reward",
-    "done",
-    "screenshot_png",
-    "final_screenshot_png",
-)
 
 
 def pick_episodes(eps: pd.DataFrame, n: int = 3) -> list[str]:
@@ -58,43 +38,6 @@ def pick_episodes(eps: pd.DataFrame, n: int = 3) -> list[str]:
             if pool and len(chosen) < n:
                 chosen.append(pool.pop(0))
     return chosen
-
-
-def episode_frames(directory: str | os.PathLike, trajectory_id: str) -> list[bytes]:
-    """PNG bytes of every observation of one trajectory, the final one included.
-
-    Raises:
-        KeyError: no such trajectory in the shards.
-    """
-    table = read_shards(
-        directory, columns=["trajectory_id", "step", "screenshot_png", "final_screenshot_png"]
-    ).to_pandas()
-    rows = table[table["trajectory_id"] == trajectory_id].sort_values("step")
-    if rows.empty:
-        raise KeyError(f"trajectory {trajectory_id!r} is not in {directory}")
-    frames = list(rows["screenshot_png"])
-    final = rows["final_screenshot_png"].iloc[-1]
-    return frames + ([final] if final is not None else [])
-
-
-def screenshot_strip(frames: Sequence[bytes], height: int = 240, gap: int = 4) -> Image.Image:
-    """Frames scaled to ``height`` and laid side by side on a white strip."""
-    if not frames:
-        raise ValueError("screenshot_strip needs at least one frame")
-    images = []
-    for i, data in enumerate(frames):
-        try:
-            img = Image.open(io.BytesIO(data)).convert("RGB")
-        except Exception as exc:
-            raise ValueError(f"frame {i} is not a readable image: {exc}") from exc
-        images.append(img.resize((max(1, round(img.width * height / img.height)), height)))
-    width = sum(im.width for im in images) + gap * (len(images) - 1)
-    strip = Image.new("RGB", (width, height), "white")
-    x = 0
-    for im in images:
-        strip.paste(im, (x, 0))
-        x += im.width + gap
-    return strip
 
 
 def episode_rows(directory: str | os.PathLike, trajectory_id: str) -> list[dict]:

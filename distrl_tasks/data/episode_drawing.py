@@ -24,6 +24,23 @@ from PIL import Image, ImageDraw, ImageFont
 
 from distrl_tasks.protocol.actions import TAP_DISTANCE
 
+# What drawing reads of an episode's rows: no encoder features or prompts, which are heavy.
+DRAWN_COLUMNS = (
+    "trajectory_id",
+    "round",
+    "step",
+    "task",
+    "action",
+    "action_type",
+    "invalid",
+    "touch_point",
+    "lift_point",
+    "typed_text",
+    "reward",
+    "done",
+    "screenshot_png",
+    "final_screenshot_png",
+)
 FRAME_WIDTH = 360  # px: a 1080-wide phone screen at a third, where its text stays legible
 CAPTION_LINES = 3
 COLUMNS = 6  # frames per row of an episode sheet

@@ -17,6 +17,7 @@ from typing import Any
 
 from distrl_tasks.agents.image_encoders import build_image_encoder
 from distrl_tasks.config import Config
+from distrl_tasks.data.episode_drawing import DRAWN_COLUMNS
 from distrl_tasks.envs.adb_device import AdbClient, AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
@@ -234,8 +235,8 @@ def evaluate_on_farm(
     ]  # a device given up mid-run leaves its remaining tasks unplayed: they count as failures
     for serial, idx in plan.items():
         for i, ep in zip(idx, collected.episodes[serial], strict=False):
-            if rows_out is not None:
-                rows_out[i] = list(ep.rows)
+            if rows_out is not None:  # only what drawing reads: 96 episodes' features add up
+                rows_out[i] = [{k: row.get(k) for k in DRAWN_COLUMNS} for row in ep.rows]
             out[i] = EpisodeResult(
                 index=i,
                 goal=goals[i],

@@ -18,6 +18,7 @@ from PIL import Image
 
 from distrl_tasks.analysis import episodes as A
 from distrl_tasks.analysis.queries import typed_queries
+from distrl_tasks.analysis.screenshots import episode_rows
 from distrl_tasks.config import load_config
 from distrl_tasks.data.shards import write_shard
 from distrl_tasks.data.trajectories import discounted_returns
@@ -189,19 +190,6 @@ def test_pick_episodes_alternates_successes_and_failures() -> None:
         A.pick_episodes(eps, 0)
 
 
-def test_screenshot_strip_layout() -> None:
-    red, blue = png((255, 0, 0), (10, 20)), png((0, 0, 255), (20, 20))
-    strip = A.screenshot_strip([red, blue], height=40, gap=4)
-    assert strip.size == (20 + 4 + 40, 40)
-    assert strip.getpixel((5, 5)) == (255, 0, 0)
-    assert strip.getpixel((21, 5)) == (255, 255, 255)  # the gap
-    assert strip.getpixel((30, 30)) == (0, 0, 255)
-    with pytest.raises(ValueError, match="at least one frame"):
-        A.screenshot_strip([])
-    with pytest.raises(ValueError, match="frame 1 is not a readable image"):
-        A.screenshot_strip([red, b"not a png"])
-
-
 def test_final_labels_and_agreement_by_id() -> None:
     labels = A.final_labels(step_frame())
     assert labels == {"a": "success", "b": "failure", "c": "unlabeled"}
@@ -213,7 +201,7 @@ def test_final_labels_and_agreement_by_id() -> None:
     assert "oracle \\ gemini" in report.to_markdown()
 
 
-def test_shards_round_trip_and_episode_frames(tmp_path: Path) -> None:
+def test_shards_round_trip_and_episode_rows(tmp_path: Path) -> None:
     write_shard(
         shard_rows("t1", SEARCH, [10, 20], True, 1), tmp_path, round=1, name="s1", feature_dim=0
     )
@@ -225,11 +213,12 @@ def test_shards_round_trip_and_episode_frames(tmp_path: Path) -> None:
     eps = A.episodes(steps).set_index("trajectory_id")
     assert eps["length"].to_dict() == {"t1": 2, "t2": 3}
     assert eps["success"].astype(bool).to_dict() == {"t1": True, "t2": False}
-    frames = A.episode_frames(tmp_path, "t2")
+    rows = episode_rows(tmp_path, "t2")
+    frames = [r["screenshot_png"] for r in rows] + [rows[-1]["final_screenshot_png"]]
     shades = [Image.open(io.BytesIO(f)).getpixel((0, 0)) for f in frames]
     assert shades == [(30, 0, 0), (40, 0, 0), (50, 0, 0), (0, 0, 250)]  # final frame last
     with pytest.raises(KeyError, match="'nope' is not in"):
-        A.episode_frames(tmp_path, "nope")
+        episode_rows(tmp_path, "nope")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         A.load_steps(tmp_path / "missing")
 
