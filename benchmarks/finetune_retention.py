@@ -42,8 +42,8 @@ def heldout(cfg, policy: str, goals_dir: str, test: int) -> dict[str, float]:
         out[task_set] = res["success_rate"]
     if test:  # the AitW files (the default data_dir), in the world the RL rounds collect in
         aitw = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, data_dir=""))
-        res = eval_any.run(aitw, policy=policy, task_set="general", split="test", limit=test,
-                           dynamics="live")  # fmt: skip
+        res = eval_any.run(aitw.in_world("live"), policy=policy, task_set="general",
+                           split="test", limit=test)  # fmt: skip
         out["general_test_live"] = res["success_rate"]
     return out
 

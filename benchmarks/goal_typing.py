@@ -66,8 +66,8 @@ def measure(cfg: Config, policy: str, row: dict, on: bool) -> dict:
     cfg = _with_rule(cfg, on)
     cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, data_dir=row["data_dir"]))
     began = time.perf_counter()
-    res = eval_any.run(cfg, policy=policy, task_set=row["task_set"], split="test",
-                       limit=row["limit"], dynamics=row["world"])  # fmt: skip
+    res = eval_any.run(cfg.in_world(row["world"]), policy=policy, task_set=row["task_set"],
+                       split="test", limit=row["limit"])  # fmt: skip
     return {
         "success": res["success_rate"],
         "typed_query_match": res["typed_query_match"],

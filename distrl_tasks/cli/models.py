@@ -81,6 +81,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from distrl_tasks.stages import eval_any  # lazy: torch + pyarrow
 
     cfg = config_from(args)
+    if args.dynamics is not None:  # resolved here, once: the stage reads sim.dynamics.profile
+        cfg = cfg.in_world(args.dynamics)
     result = eval_any.run(
         cfg,
         policy=args.policy,
@@ -88,7 +90,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         task_set=args.task_set,
         split=args.split,
         limit=args.limit,
-        dynamics=args.dynamics,
         devices=args.devices,
         workdir=args.workdir,
         seed=args.seed,

@@ -62,6 +62,19 @@ class Config:
 
         walk(self, "")
 
+    def in_world(self, profile: str) -> Config:
+        """This config with ``sim.dynamics.profile`` set to ``profile``, validated.
+
+        The one way code picks another live-world profile (the bootstrap's demonstrations, an
+        evaluation's ``--dynamics``): stages read ``cfg.sim.dynamics.profile`` and nothing else.
+
+        Raises:
+            ConfigError: ``profile`` is not a known profile.
+        """
+        tree = self.to_flat_dict()
+        tree["sim.dynamics.profile"] = profile
+        return load_config(None, tree)
+
     def to_flat_dict(self) -> dict[str, Any]:
         """Dotted-key view, e.g. for logging as run parameters (holds no secrets)."""
         out: dict[str, Any] = {}

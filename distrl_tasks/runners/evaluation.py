@@ -149,7 +149,6 @@ def evaluate_on_farm(
     adb_address: tuple[str, int] | None = None,
     max_batch: int | None = None,
     progress: bool = False,
-    dynamics: str | None = None,
     capture_ui_xml: bool = False,
     rows_out: dict[int, list[dict[str, Any]]] | None = None,
 ) -> list[EpisodeResult]:
@@ -166,9 +165,6 @@ def evaluate_on_farm(
         adb_address: ``(host, port)`` of a running simulator farm to use instead.
         max_batch: inference batch limit (default ``orchestration.inference_max_batch``).
         progress: show a progress bar.
-        dynamics: live-world profile of the farm started here (``static``, ``live``,
-            ``hostile``; default ``sim.dynamics.profile``). Ignored with ``adb_address`` (switch a
-            running farm's devices with ``simctl dynamics set P``).
         capture_ui_xml: give the policy the UI tree too (the scripted expert reads it).
         rows_out: when given, filled with each played goal's step rows (screenshots included),
             by goal index, for drawing episodes.
@@ -192,7 +188,7 @@ def evaluate_on_farm(
                     min(n_devices, len(goals)),
                     seed=cfg.sim.seed,
                     sim_cfg=cfg.sim,
-                    dynamics=dynamics or cfg.sim.dynamics.profile,
+                    dynamics=cfg.sim.dynamics.profile,  # a running farm: `simctl dynamics set`
                 )
             )
             host, port = farm.host, farm.port

@@ -181,7 +181,10 @@ def run(
     settings = sft or SFTSettings(steps=ag.sft.steps, batch_size=ag.sft.batch_size, lr=ag.sft.lr)
     episodes_per_device = episodes_per_device or ag.sft.episodes_per_device
     tokenizer = tokenizer or ag.sft.tokenizer
-    demo_cfg = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, expert_mistake_rate=rate))
+    demo_cfg = cfg.in_world(cfg.sim.dynamics.bootstrap_profile)  # the demonstrations' world
+    demo_cfg = dataclasses.replace(
+        demo_cfg, sim=dataclasses.replace(demo_cfg.sim, expert_mistake_rate=rate)
+    )
     if cfg.env.device_kind == "sim":  # the demos' labels: see DEMO_LABELS
         demo_cfg = dataclasses.replace(
             demo_cfg, evaluator=dataclasses.replace(cfg.evaluator, kind="oracle")
@@ -196,7 +199,6 @@ def run(
             episodes_per_device=episodes_per_device,
             split="train",
             progress=progress,
-            dynamics=cfg.sim.dynamics.bootstrap_profile,
             goal_mix=ag.sft.goal_mix,
         ),
     )

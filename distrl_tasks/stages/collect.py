@@ -157,9 +157,6 @@ class CollectRequest:
         out_dir: shard directory (default ``<data.root>/raw`` under the workdir).
         max_batch / max_wait_ms: inference server batching (async mode); default
             ``orchestration.inference_max_batch`` / ``inference_max_wait_ms``.
-        dynamics: live-world profile of the private simulator farm (``static``, ``live``,
-            ``hostile``); default ``sim.dynamics.profile`` (``live``: online collection runs in
-            the live world). Ignored with an external ADB server (its farm has its own profile).
         goal_mix: ``file`` draws the split's goals uniformly (times the curriculum's weights);
             ``balanced`` gives every task family the same share of the draws (the bootstrap's
             ``agent.sft.goal_mix``).
@@ -178,7 +175,6 @@ class CollectRequest:
     out_dir: str | os.PathLike | None = None
     max_batch: int | None = None
     max_wait_ms: float | None = None
-    dynamics: str | None = None
     goal_mix: str = "file"
     progress: bool = True
 
@@ -201,7 +197,6 @@ class CollectRequest:
             episodes_per_device=episodes,
             max_batch=o.inference_max_batch if self.max_batch is None else self.max_batch,
             max_wait_ms=o.inference_max_wait_ms if self.max_wait_ms is None else self.max_wait_ms,
-            dynamics=self.dynamics or cfg.sim.dynamics.profile,
         )
 
 
@@ -277,7 +272,7 @@ def _devices(cfg: Config, req: CollectRequest, stack: ExitStack) -> tuple[str, i
                 cfg.orchestration.devices_per_worker,
                 seed=cfg.sim.seed + req.worker,
                 sim_cfg=cfg.sim,
-                dynamics=req.dynamics or cfg.sim.dynamics.profile,
+                dynamics=cfg.sim.dynamics.profile,  # an external ADB server's farm has its own
             )
         )
         host, port = farm.host, farm.port

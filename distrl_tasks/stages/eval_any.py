@@ -25,7 +25,6 @@ from distrl_tasks.runners.evaluation import (
     summarize,
 )
 from distrl_tasks.runners.policies import ModelPolicy, RandomPolicy, ScriptedPolicy
-from distrl_tasks.sim.dynamics.catalog import parse_profile
 from distrl_tasks.stages.common import checkout, registry
 from distrl_tasks.stages.evaluate import decode_budget
 from distrl_tasks.tasks.parse import parse_goal
@@ -151,7 +150,6 @@ def run(
     task_set: str | None = None,
     split: str = "test",
     limit: int | None = None,
-    dynamics: str | None = None,
     devices: int | None = None,
     workdir: str | os.PathLike = ".",
     seed: int = 0,
@@ -160,15 +158,11 @@ def run(
     """Evaluate ``policy`` (REF) on the goals; returns the contract's JSON object plus a summary.
 
     Raises:
-        ConfigError: an unknown dynamics profile (default ``sim.dynamics.profile``) or a
-            non-simulated device kind.
+        ConfigError: a non-simulated device kind. (The live world is ``sim.dynamics.profile``:
+            ``distrl eval --dynamics P`` sets it where the config is loaded.)
         ValueError: bad goals, limit or REF.
     """
-    dynamics = dynamics or cfg.sim.dynamics.profile
-    try:
-        parse_profile(dynamics)
-    except ValueError as exc:
-        raise ConfigError(f"--dynamics: {exc}") from exc
+    dynamics = cfg.sim.dynamics.profile
     if cfg.env.device_kind != "sim":
         raise ConfigError(
             f"env.device_kind {cfg.env.device_kind!r}: distrl eval judges episodes with the "
@@ -194,7 +188,6 @@ def run(
         devices=devices,
         progress=progress,
         capture_ui_xml=isinstance(pol, ScriptedPolicy),
-        dynamics=dynamics,
     )
     summary = summarize(results)
     return {

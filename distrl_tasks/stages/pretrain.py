@@ -112,11 +112,12 @@ def record_demos(
     stats: dict[str, Any] = {}
     demos: list[Demo] = []
     for task_set in TASK_SETS:
+        demo_cfg = cfg.in_world(cfg.sim.dynamics.bootstrap_profile)  # the demonstrations' world
         set_cfg = dataclasses.replace(
-            cfg,
+            demo_cfg,
             env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=str(work / "goals")),
             sim=dataclasses.replace(
-                cfg.sim, expert_mistake_rate=0.0 if heldout else pc.pretrain.mistake_rate
+                demo_cfg.sim, expert_mistake_rate=0.0 if heldout else pc.pretrain.mistake_rate
             ),
         )
         episodes = pc.pretrain.episodes_per_device
@@ -135,7 +136,6 @@ def record_demos(
                 episodes_per_device=episodes,
                 split="test" if heldout else "train",
                 progress=progress,
-                dynamics=cfg.sim.dynamics.bootstrap_profile,
             ),
         )
         table = read_shards(out_dir).select(list(DEMO_COLUMNS))
@@ -286,12 +286,10 @@ def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) ->
     match: None for families whose goals name no query)."""
     out: dict[str, Any] = {}
     for task_set in TASK_SETS:
-        static = dataclasses.replace(cfg.sim.dynamics, profile="static")
         data_dir = str(work / "goals")
         set_cfg = dataclasses.replace(
-            cfg,
+            cfg.in_world("static"),  # skills of the static world
             env=dataclasses.replace(cfg.env, task_set=task_set, data_dir=data_dir),
-            sim=dataclasses.replace(cfg.sim, dynamics=static),  # skills of the static world
         )
         res = evaluate.run(
             set_cfg,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -26,9 +27,23 @@ def test_goal_file_errors_name_file_and_line(tmp_path: Path) -> None:
         eval_any.read_goal_file(empty)
 
 
-def test_unknown_dynamics_profile_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="--dynamics: unknown dynamics profile"):
-        eval_any.run(Config(), policy="expert", task_set="general", dynamics="stormy")
+def test_unknown_dynamics_profile_is_a_config_error(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(ConfigError, match=r"sim\.dynamics\.profile: must be one of"):
+        Config().in_world("stormy")
+    # the CLI's --dynamics goes through the same check, before any device starts
+    args = ["eval", "--policy", "expert", "--task-set", "general", "--dynamics", "stormy"]
+    assert main(args) == 2
+    assert "sim.dynamics.profile" in capsys.readouterr().err
+
+
+def test_in_world_changes_only_the_profile() -> None:
+    cfg = Config()
+    static = cfg.in_world("static")
+    assert static.sim.dynamics.profile == "static"
+    assert (
+        dataclasses.replace(static, sim=dataclasses.replace(static.sim, dynamics=cfg.sim.dynamics))
+        == cfg
+    )
 
 
 def test_unknown_ref_is_explained(tmp_path: Path) -> None:
