@@ -48,13 +48,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "signed": {"algorithm.distrl.advantage": "signed"},
     "unfiltered": {"algorithm.distrl.top_p": 1.0},
     "no_prefit": {"algorithm.critic_prefit.enabled": False},
-    "windows_4": {"algorithm.distrl.windows": 4},
+    "windows_32": {"algorithm.distrl.windows": 32},  # the default until 2026-11-29
     "windows_64": {"algorithm.distrl.windows": 64},
     # priorities scored once per trajectory (then by the loss), not re-scored every round
     "rescore_new": {"algorithm.distrl.rescore": "new"},
-    # the learner that never waits: 0.02 updates per transition; an update reads 32 windows of
-    # about 3 steps, so every transition is read about twice, and actors are not held back by
-    # rounds (the replay window) but by the staleness gate
+    # the learner that never waits: 0.02 updates per transition (an update reads
+    # algorithm.distrl.windows windows), and actors are not held back by rounds (the replay
+    # window) but by the staleness gate
     "continuous": {"orchestration.continuous.replay_ratio": 0.02},
     # the same with the learner in a process of its own (no interpreter lock shared with actors)
     "continuous_process": {
@@ -80,7 +80,7 @@ def arms(parts: Sequence[str] = PARTS, names: Sequence[str] | None = None) -> li
 
     Args:
         parts: which parts of the ablation.
-        names: only these arms (e.g. ``distrl-windows_4``), so the ablation can run in parts
+        names: only these arms (e.g. ``distrl-windows_32``), so the ablation can run in parts
             that the run cache joins; ``None`` keeps every arm of ``parts``.
 
     Raises:

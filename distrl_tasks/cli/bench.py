@@ -252,7 +252,7 @@ def add_bench_commands(sub: argparse._SubParsersAction) -> None:
     ablation.add_argument(
         "--arms",
         type=_csv,
-        help="only these arms, e.g. distrl-configured,distrl-windows_4 (default: every arm of "
+        help="only these arms, e.g. distrl-configured,distrl-windows_32 (default: every arm of "
         "--parts); the run cache joins invocations",
     )
     ablation.add_argument(

@@ -18,7 +18,8 @@ from distrl_tasks.config.typed_yaml import check as _check
 
 @dataclass(frozen=True)
 class DistRLConfig:
-    """How A-RIDE's actor samples and weighs its data (default: the released code's form).
+    """How A-RIDE's actor samples and weighs its data (default: the released code's form, with
+    fewer windows per update).
 
     The ablation (``distrl bench ablation``) compares these; until it has run on the base policy
     the defaults are the released code's, because under a fresh critic the paper's signed
@@ -28,7 +29,10 @@ class DistRLConfig:
 
     advantage: Literal["positive", "signed"] = "positive"  # 1[A>0] (released) or A (paper)
     top_p: float = 0.1  # actor windows come from the top p of trajectories by return (1 = all)
-    windows: int = 32  # actor windows per optimizer step (gradient accumulation; released: 64)
+    # actor windows per optimizer step (gradient accumulation; released code: 64). 4 keeps an
+    # update near DigiRL's cost, so asynchronous actors are not held at the replay window
+    # (benchmarks/results/2026-11-29-distrl-windows-default.md)
+    windows: int = 4
     # where windows start: "step" = uniform over stored steps (each step equally likely as a
     # start, so rewarded last steps are not under-sampled), "fit" = only starts with a full
     # window (the old sampler), "trajectory" = whole trajectories

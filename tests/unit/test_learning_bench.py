@@ -347,7 +347,7 @@ def test_ablation_arms_force_collection_and_pick_the_lr_by_train_success() -> No
     all_arms = arms()
     assert len([a for a in all_arms if a.part == "factorial"]) == 6
     names = {a.name for a in all_arms if a.part == "variants"}
-    assert {"distrl-signed", "distrl-unfiltered", "distrl-no_prefit", "distrl-windows_4"} <= names
+    assert {"distrl-signed", "distrl-unfiltered", "distrl-no_prefit", "distrl-windows_32"} <= names
     smoke = LearningBenchSettings.smoke()
     sync_distrl = next(a for a in all_arms if a.name == "distrl-sync")
     settings = arm_settings(smoke, sync_distrl, 3e-5)
@@ -405,22 +405,22 @@ def test_ablation_runs_in_parts_by_arm_name() -> None:
     from distrl_tasks.cli.main import build_parser
     from distrl_tasks.config import ConfigError
 
-    picked = arms(["variants"], ["distrl-windows_4", "distrl-configured"])
-    assert [a.name for a in picked] == ["distrl-configured", "distrl-windows_4"]  # fixed order
-    assert picked[1].overrides == {"algorithm.distrl.windows": 4}
+    picked = arms(["variants"], ["distrl-windows_32", "distrl-configured"])
+    assert [a.name for a in picked] == ["distrl-configured", "distrl-windows_32"]  # fixed order
+    assert picked[1].overrides == {"algorithm.distrl.windows": 32}
     assert len(arms(["factorial", "variants"], None)) == 15
     section = _section("TABLE", LearningBenchSettings.smoke(), (1e-5,), picked, "cmd", 60.0)
-    assert "2 of the 15 arms (distrl-configured, distrl-windows_4)" in section
+    assert "2 of the 15 arms (distrl-configured, distrl-windows_32)" in section
     assert "lm_lr 1e-05 only (no learning-rate search)" in section and "TABLE" in section
-    with pytest.raises(ValueError, match="distrl-windows_4"):  # a variant is not a factorial arm
-        arms(["factorial"], ["distrl-windows_4"])
+    with pytest.raises(ValueError, match="distrl-windows_32"):  # a variant is not a factorial arm
+        arms(["factorial"], ["distrl-windows_32"])
     with pytest.raises(ValueError, match="arms must be"):
         arms(["variants"], [])
     args = build_parser().parse_args(
-        ["bench", "ablation", "--smoke", "--parts", "variants", "--arms", "distrl-windws_4"]
+        ["bench", "ablation", "--smoke", "--parts", "variants", "--arms", "distrl-windws_32"]
     )
-    assert args.arms == ("distrl-windws_4",)
-    with pytest.raises(ConfigError, match="distrl-windws_4"):  # stops before any run starts
+    assert args.arms == ("distrl-windws_32",)
+    with pytest.raises(ConfigError, match="distrl-windws_32"):  # stops before any run starts
         run_ablation_command(args)
 
 
