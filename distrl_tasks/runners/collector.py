@@ -119,6 +119,20 @@ def trajectory_id(round_: int, serial: str, index: int, prefix: str = "") -> str
     return f"{prefix}r{round_}-{serial}-e{index:04d}"
 
 
+def planned_trajectories(
+    goals: Mapping[str, Sequence[str]], round_: int, prefix: str = ""
+) -> dict[str, str]:
+    """Trajectory id -> goal of every episode a plan (goals per device serial) holds.
+
+    What :meth:`~distrl_tasks.runners.journal.EpisodeJournal.load` matches a journal against.
+    """
+    return {
+        trajectory_id(round_, serial, k, prefix): goal
+        for serial, planned in goals.items()
+        for k, goal in enumerate(planned)
+    }
+
+
 class _Progress:
     def __init__(self, total: int, devices: int, enabled: bool, desc: str) -> None:
         self.bar = progress_bar(total=total, desc=desc, unit="traj", enabled=enabled)
@@ -166,7 +180,8 @@ def collect_async(
     :meth:`InferenceServer.lease`), so a :meth:`~InferenceServer.swap` mid-run applies to the
     episodes that start after it. Episodes whose trajectory id is in ``done`` (an
     :class:`~distrl_tasks.runners.journal.EpisodeJournal` of an earlier attempt) are taken as
-    they are and not run again; ``on_episode`` sees only new ones. With a ``board`` (a
+    they are and not run again, also past where a device stopped (halted, its gate closed, the
+    device lost); ``on_episode`` sees only new ones. With a ``board`` (a
     continuous learner's version board, seen as an :class:`~distrl_tasks.runners.gate.EpisodeGate`)
     every episode is dispatched through it: the device waits at its staleness gate, the newest
     published version is swapped into the server between episodes, and the episode's
@@ -186,26 +201,36 @@ def collect_async(
 
     def device_loop(env: AndroidEnv) -> None:
         try:
-            run_device(env)
+            stopped_at = run_device(env)
+            if not stop.is_set():  # halted, gate closed or device lost: journaled rows stay
+                for k in range(stopped_at, len(goals.get(env.device.serial, ()))):
+                    take_earlier(env.device.serial, k)
         finally:
             finished[env.device.serial].set()
 
-    def run_device(env: AndroidEnv) -> None:
+    def take_earlier(serial: str, k: int) -> bool:
+        """Take episode ``k`` from ``done`` if an earlier attempt journaled it."""
+        earlier = (done or {}).get(trajectory_id(round_, serial, k, id_prefix))
+        if earlier is None:
+            return False
+        out[serial].append(earlier)
+        stats.add_resumed(earlier)
+        bar.update(stats)
+        return True
+
+    def run_device(env: AndroidEnv) -> int:
+        """Run the device's episodes; returns the index of the first one it did not reach."""
         serial, failures = env.device.serial, 0
         for k, goal in enumerate(goals.get(serial, ())):
             if stop.is_set() or (halt is not None and halt.is_set()):
-                return
-            earlier = (done or {}).get(trajectory_id(round_, serial, k, id_prefix))
-            if earlier is not None:
-                out[serial].append(earlier)
-                stats.add_resumed(earlier)
-                bar.update(stats)
+                return k
+            if take_earlier(serial, k):
                 continue
             if board is not None:
                 try:
                     newest = board.dispatch(stop, halt)  # the budget's end frees the gate too
                 except GateClosed:
-                    return
+                    return k
                 with swap_lock:  # the first device to see a new version installs it
                     if newest.version > server.version:
                         server.swap(newest.policy, newest.version)
@@ -217,7 +242,7 @@ def collect_async(
                 obs = runner.begin(goal, trajectory_id(round_, serial, k, id_prefix))
                 while obs is not None:
                     if stop.is_set():
-                        return
+                        return k
                     decision = server.act(obs, version)
                     obs = runner.advance(decision.text, decision.log_prob)
                 ep = runner.finish()
@@ -236,7 +261,8 @@ def collect_async(
                 if failures >= max_consecutive_failures:
                     with stats._lock:
                         stats.devices_lost += 1
-                    return
+                    return k + 1
+        return len(goals.get(serial, ()))
 
     threads = [
         threading.Thread(target=device_loop, args=(e,), name=f"collect-{e.device.serial}")

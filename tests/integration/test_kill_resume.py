@@ -17,6 +17,10 @@ actors and the learner at once. The same command then runs to the end, and the r
   registry holds one version per learned round, numbered consecutively;
 - the staleness bound: no trajectory a round trained on is older than the learner's version
   minus the actor's lead (``orchestration.actor_max_pending``, or ``data.replay_window_rounds``).
+
+In continuous mode (actors and a learner process side by side, one continuous round) the learner
+process is SIGKILLed once an episode is journaled: the round fails, and its rerun keeps every
+journaled trajectory as it was, once.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import pytest
 from fakes.projects import TINY_PARAMS, register_initial_policy
 
 from distrl_tasks.config import load_config
+from distrl_tasks.runners.journal import journal_dir
 from distrl_tasks.stages import common
 from distrl_tasks.tracking.registry import ModelRegistry
 
@@ -185,7 +190,25 @@ def _learner_child(parent: int) -> int | None:
     return None
 
 
+def _steps(paths: list[Path], ids: set[str]) -> dict[tuple[str, int], tuple[str, object]]:
+    """(trajectory id, step) -> (action, start time) of the steps of ``ids`` in ``paths``."""
+    out = {}
+    for path in paths:
+        table = pq.read_table(path, columns=["trajectory_id", "step", "action", "started_at"])
+        for row in table.to_pylist():
+            if row["trajectory_id"] in ids:
+                out[row["trajectory_id"], row["step"]] = (row["action"], row["started_at"])
+    return out
+
+
 def test_sigkilled_learner_process_fails_the_round_and_the_rerun_finishes(tmp_path: Path) -> None:
+    """Continuous mode: the learner process is SIGKILLed once an episode is journaled.
+
+    The round fails with the learner's exit code and trains nothing. Its rerun keeps every
+    episode the killed attempt journaled as it was collected (not run again), so no trajectory
+    is lost: each is in the raw shards and labeled exactly once, the rest is collected anew, the
+    journal is gone, and the round is trained and registered once.
+    """
     project = tmp_path / "project"
     project.mkdir()
     (project / "params.yaml").write_text(TINY_PARAMS)
@@ -195,17 +218,23 @@ def test_sigkilled_learner_process_fails_the_round_and_the_rerun_finishes(tmp_pa
         command += ["--set", override]
     cfg = load_config(project / "params.yaml", list(CONTINUOUS))
     started = common.learner_dir(project) / "continuous-start"  # exported before its hello
+    raw = common.raw_dir(cfg, project)
+    journal = journal_dir(raw, 1, 0, "train")
 
     round_ = subprocess.Popen(
         command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     deadline = time.monotonic() + 600
     try:
-        while (learner := _learner_child(round_.pid)) is None or not started.is_dir():
+        # mid-round: an episode is journaled, the actors collect the rest, the learner trains
+        while (
+            (learner := _learner_child(round_.pid)) is None
+            or not started.is_dir()
+            or not any(journal.glob("*.parquet"))
+        ):
             assert round_.poll() is None, f"the round ended first: {round_.stderr.read()[-3000:]}"
-            assert time.monotonic() < deadline, "the learner process never started"
+            assert time.monotonic() < deadline, "the moment to kill never came"
             time.sleep(0.05)
-        time.sleep(3.0)  # mid-round: the actors collect, the learner trains
         os.kill(learner, signal.SIGKILL)
         _, err = round_.communicate(timeout=300)
     finally:
@@ -216,14 +245,25 @@ def test_sigkilled_learner_process_fails_the_round_and_the_rerun_finishes(tmp_pa
     assert round_.returncode != 0
     assert "the learner process exited (exit code -9) before its report" in err, err[-3000:]
     assert common.read_manifest(project, 1, "train") is None
+    assert not list(raw.glob("r000001-*.parquet"))  # the round writes its shards at its end
+    journaled = {t for t, _, _ in _trajectories(sorted(journal.glob("*.parquet")))}
+    assert journaled, "the killed attempt journaled nothing"
+    kept = _steps(sorted(journal.glob("*.parquet")), journaled)
 
     proc = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    raw_rows = _trajectories(sorted(common.raw_dir(cfg, project).glob("r*.parquet")))
+    assert f"resuming an interrupted attempt, {len(journaled)} episodes" in proc.stderr
+    raw_rows = _trajectories(sorted(raw.glob("r*.parquet")))
     labeled_rows = _trajectories(sorted(common.labeled_dir(cfg, project).glob("r*.parquet")))
     raw_ids, labeled_ids = [t for t, _, _ in raw_rows], [t for t, _, _ in labeled_rows]
     episodes = ROUNDS * cfg.orchestration.episodes_per_device * cfg.orchestration.devices_per_worker
     assert len(raw_ids) == episodes and sorted(labeled_ids) == sorted(set(raw_ids))
+    # no trajectory lost: each journaled one is in the raw shards as collected, labeled once
+    assert journaled <= set(raw_ids)
+    assert all(labeled_ids.count(t) == 1 for t in journaled)
+    assert _steps(sorted(raw.glob("r*.parquet")), journaled) == kept  # not collected again
+    assert common.read_manifest(project, 1, "collect")["resumed"] == len(journaled)
+    assert not journal.exists()
     train = common.read_manifest(project, 1, "train")
     registry = ModelRegistry.from_config(cfg, root=project)
     assert [v.round for v in registry.compare_versions() if v.round] == [1]

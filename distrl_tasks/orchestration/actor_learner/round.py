@@ -21,6 +21,10 @@ phase as one *continuous round* instead of collect/learn rounds:
   the round's metrics hold the staleness distribution, the replay ratio reached and the idle
   shares of learner and actors.
 
+Every finished episode is journaled as it ends (:mod:`distrl_tasks.runners.journal`, as the
+collect stage does), so a round killed mid-way loses none: the rerun feeds the journaled
+episodes to its fresh learner first, collects only the rest and writes all in the round's shards.
+
 The offline phase (round 0) stays an ordinary synchronous round before it, as everywhere.
 Airflow's ``distrl_actor`` / ``distrl_learner`` keep rounds (a task cannot hold a learner
 between DAG runs); they follow the same replay ratio, since the train stage takes
@@ -30,9 +34,9 @@ between DAG runs); they follow the same replay ratio, since the train stage take
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
-from typing import Any
 
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.config import Config
@@ -48,13 +52,15 @@ from distrl_tasks.orchestration.actor_learner.continuous_learner import (
 from distrl_tasks.orchestration.actor_learner.process import LearnerProcess
 from distrl_tasks.orchestration.round_chain import learn
 from distrl_tasks.orchestration.round_results import RoundResult
-from distrl_tasks.runners.collector import collect_async
+from distrl_tasks.runners.collector import collect_async, planned_trajectories
 from distrl_tasks.runners.exploration import (
     ElementExploration,
     episode_outcomes,
     exploration_metrics,
 )
 from distrl_tasks.runners.inference import InferenceServer
+from distrl_tasks.runners.journal import EpisodeJournal, journal_dir
+from distrl_tasks.runners.trajectory import Episode
 from distrl_tasks.stages import collect, common, curriculum
 from distrl_tasks.tasks.taskset import load_goals
 
@@ -76,7 +82,21 @@ def continuous_round(
     """Run actors and the continuous learner until the episodes are done or the budget ends.
 
     A round an earlier run trained (its train manifest exists: the command was killed in its
-    evaluation or registration) is not collected or trained again: its chain is finished.
+    evaluation or registration) is not collected or trained again: its chain is finished. The
+    episodes an earlier, killed attempt journaled are fed to the learner first and not run
+    again.
+
+    Args:
+        cfg: The configuration.
+        workdir: Project working directory.
+        record: The farm's record (``host``, ``port``, ``serials``).
+        round_: The round this continuous round is recorded as.
+        episodes_per_device: Episodes planned per device.
+        t0: ``time.perf_counter()`` at the start of the run (for the budget).
+        budget_s: Wall-clock budget of the run, from ``t0`` (None: no budget).
+
+    Returns:
+        The round's result, recorded like a round's stages.
     """
     c, o = cfg.orchestration.continuous, cfg.orchestration
     start = time.perf_counter()
@@ -102,6 +122,16 @@ def continuous_round(
     )
     envs = collect.open_envs(cfg, record["host"], int(record["port"]), serials)
     dim = image_feature_dim(cfg.agent)
+    raw = common.raw_dir(cfg, workdir)
+    journal = EpisodeJournal(journal_dir(raw, round_, 0, "train"), round_, dim, cfg.algorithm.gamma)
+    done = journal.load(planned_trajectories(plan, round_))
+    if done:  # a resume is never silent
+        print(
+            f"continuous round {round_}: resuming an interrupted attempt, {len(done)} episodes "
+            "kept from its journal",
+            file=sys.stderr,
+            flush=True,
+        )
     sim = cfg.env.device_kind == "sim"
     oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
 
@@ -125,12 +155,22 @@ def continuous_round(
     else:
         cl = continuous_learner(cfg, learner, board, fresh=fresh)
 
-    def feed(ep: Any) -> None:
+    def feed(ep: Episode) -> None:
+        """Hand an episode to the learner (its transitions are counted on the board already)."""
         labeled = bool(ep.rows) and ep.rows[0].get("label_status") == "labeled"
         if remote is not None:  # the learner process counts transitions from these messages
             remote.add(table_from_rows(ep.rows, dim) if labeled else None, board.transitions)
         elif labeled:
             cl.add(table_from_rows(ep.rows, dim))
+
+    def keep_and_feed(ep: Episode) -> None:
+        journal.record(ep)  # on disk first: a kill from here on keeps the episode
+        feed(ep)
+
+    # the killed attempt's learner died with its updates: this one trains on its episodes first
+    for ep in sorted(done.values(), key=lambda e: e.trajectory_id):
+        _count_resumed(board, ep.steps)
+        feed(ep)
 
     stop, halt, out = threading.Event(), threading.Event(), {}
     eps = cfg.agent.exploration.element_epsilon
@@ -161,9 +201,10 @@ def continuous_round(
                     oracle=oracle,
                     gamma=cfg.algorithm.gamma,
                     progress=False,
-                    on_episode=feed,
+                    on_episode=keep_and_feed,
                     board=board,
                     halt=halt,
+                    done=done,
                 )
         except BaseException as exc:  # handed to the learner's thread, which raises it
             out["error"] = exc
@@ -209,13 +250,22 @@ def continuous_round(
         finished = [ep for eps in result.episodes.values() for ep in eps if ep is not None]
         outcomes = episode_outcomes(finished)
         report.update(exploration_metrics(outcomes, exploration.explored_episodes))
-    return _finish(cfg, workdir, round_, final, result, report, start, t0, dim)
+    return _finish(cfg, workdir, round_, final, result, report, start, t0, dim, journal)
 
 
 def halt_delay(budget_s: float, reserve_s: float, elapsed_s: float) -> float:
     """Seconds from now until the actors halt: ``reserve_s`` before the budget ends, so that the
     episodes still running and the round's closing work end inside it (never negative)."""
     return max(0.0, budget_s - reserve_s - elapsed_s)
+
+
+def _count_resumed(board: VersionBoard, steps: int) -> None:
+    """Count a journaled episode's transitions as :meth:`VersionBoard.finished` counts a new
+    one's, so the learner owes them ``replay_ratio`` updates; not its staleness, whose version
+    is the killed learner's. Called before any actor starts."""
+    if steps > 0:
+        board.transitions += steps
+        board.episodes += 1
 
 
 def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
@@ -225,13 +275,16 @@ def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def _finish(cfg, workdir, round_, final, result, report, start, t0, dim) -> RoundResult:
+def _finish(
+    cfg, workdir, round_, final, result, report, start, t0, dim, journal: EpisodeJournal
+) -> RoundResult:
     """Shards, labels, evaluation and registration of the round (``final``: the export)."""
     shards = collect.write_shards(
         result, common.raw_dir(cfg, workdir), round_, 0, dim, cfg.algorithm.gamma
     )
     manifest = {"round": round_, "mode": "continuous", "shards": shards, **result.stats.as_dict()}
     common.write_manifest(workdir, round_, "collect", manifest)  # what a resumed run reports
+    journal.clear()  # the shards hold every journaled episode now
     out = final["checkpoint_dir"]
     train = {
         "round": round_,
