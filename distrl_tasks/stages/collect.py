@@ -37,7 +37,7 @@ from distrl_tasks.runners.collector import (
     CollectResult,
     collect_async,
     collect_sync,
-    trajectory_id,
+    planned_trajectories,
 )
 from distrl_tasks.runners.exploration import ElementExploration
 from distrl_tasks.runners.inference import InferenceServer
@@ -348,11 +348,7 @@ def _run_episodes(
     # on the simulator the oracle always judges: it labels, or (another evaluator configured)
     # keeps its verdict as the reference the label stage measures that evaluator's agreement on
     oracle = OracleEvaluator(labels=cfg.evaluator.kind == "oracle") if sim else None
-    planned = {
-        trajectory_id(req.round, serial, k): goal
-        for serial, planned_goals in plan.items()
-        for k, goal in enumerate(planned_goals)
-    }
+    planned = planned_trajectories(plan, req.round)
     done = journal.load(planned)
     if done:  # say what an earlier, interrupted attempt left (a resume is never silent)
         print(

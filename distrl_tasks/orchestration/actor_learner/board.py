@@ -168,6 +168,15 @@ class VersionBoard:
                 self.staleness[self._version - int(version)] += 1
             self._cond.notify_all()
 
+    def add_resumed(self, steps: int) -> None:
+        """A journaled episode of a killed attempt: its transitions count as a finished one's
+        (the learner owes them updates), its staleness does not (the dead learner's version)."""
+        with self._cond:
+            if steps > 0:
+                self.transitions += int(steps)
+                self.episodes += 1
+            self._cond.notify_all()
+
     def close(self) -> None:
         """Release every waiter (actors raise :class:`BoardClosed`, the learner stops)."""
         with self._cond:

@@ -169,7 +169,7 @@ def continuous_round(
 
     # the killed attempt's learner died with its updates: this one trains on its episodes first
     for ep in sorted(done.values(), key=lambda e: e.trajectory_id):
-        _count_resumed(board, ep.steps)
+        board.add_resumed(ep.steps)
         feed(ep)
 
     stop, halt, out = threading.Event(), threading.Event(), {}
@@ -257,15 +257,6 @@ def halt_delay(budget_s: float, reserve_s: float, elapsed_s: float) -> float:
     """Seconds from now until the actors halt: ``reserve_s`` before the budget ends, so that the
     episodes still running and the round's closing work end inside it (never negative)."""
     return max(0.0, budget_s - reserve_s - elapsed_s)
-
-
-def _count_resumed(board: VersionBoard, steps: int) -> None:
-    """Count a journaled episode's transitions as :meth:`VersionBoard.finished` counts a new
-    one's, so the learner owes them ``replay_ratio`` updates; not its staleness, whose version
-    is the killed learner's. Called before any actor starts."""
-    if steps > 0:
-        board.transitions += steps
-        board.episodes += 1
 
 
 def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
