@@ -178,6 +178,10 @@ class AgentConfig:
     # from the UI dump ("label [y, x]", the goal's first), so a tap on one is a copy
     observation: Literal["screenshot", "elements"] = "screenshot"
     observation_elements: int = 6  # most elements listed (agent.observation: elements)
+    # a tap may point at one of the screen's actionable elements instead of writing coordinates
+    # (agents/pointer.py); the action is still written as the element's centre
+    pointer: bool = False
+    pointer_elements: int = 16  # most elements offered, the goal's first (agent.pointer)
     max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
     # with constrained_decoding, every word the policy types is a goal word (agents/goal_typing.py;
@@ -201,10 +205,21 @@ class AgentConfig:
         """Elements the prompt lists (0 = screenshot only)."""
         return self.observation_elements if self.observation == "elements" else 0
 
+    @property
+    def tap_elements(self) -> int:
+        """Elements each observation offers the pointer (0 = coordinates only)."""
+        return self.pointer_elements if self.pointer else 0
+
     def validate(self, key: str) -> None:
         _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
         _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
         _check(self.observation_elements >= 1, f"{key}.observation_elements", "must be >= 1")
+        _check(self.pointer_elements >= 1, f"{key}.pointer_elements", "must be >= 1")
+        _check(
+            not (self.pointer and self.model == "vlm"),
+            f"{key}.pointer",
+            "the pointer head is AutoUI's (agent.model: tiny or autoui-base), not the VLM's",
+        )
         _check(
             self.model != "vlm" or bool(self.vlm_base_dir),
             f"{key}.vlm_base_dir",

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from distrl_tasks.protocol.ui_dump import Element
+
 if TYPE_CHECKING:  # annotations only: the ground floor never loads torch
     import torch
 
@@ -23,6 +25,8 @@ class Observation:
     prompt: str  # "Previous Actions: ... Goal: ..." (see format_prompt)
     image_features: np.ndarray | torch.Tensor  # [D], one screenshot's encoder output
     screenshot_png: bytes | None = None  # the frame itself, for policies that read pixels (VLMs)
+    # the screen's actionable elements a tap may point at (agent.pointer); () = write coordinates
+    elements: tuple[Element, ...] = ()
 
 
 def format_prompt(

@@ -144,6 +144,7 @@ class Element:
     label: str
     point: tuple[float, float]  # (y, x) in [0, 1], rounded as the action format writes it
     editable: bool
+    size: tuple[float, float] = (0.0, 0.0)  # (height, width) as fractions of the screen
 
     def tap_action(self) -> str:
         """The AutoUI string of a tap on the element's centre (short plan)."""
@@ -181,7 +182,9 @@ def actionable_elements(xml: str, limit: int | None = None) -> list[Element]:
             continue
         seen.add(point)
         label = " ".join(node.label.split())[:MAX_LABEL_CHARS]
-        out.append(Element(label, point, node.editable))
+        x1, y1, x2, y2 = node.bounds
+        size = (round(min(y2 - y1, h) / h, 4), round(min(x2 - x1, w) / w, 4))
+        out.append(Element(label, point, node.editable, size))
         if limit is not None and len(out) >= limit:
             break
     return out
@@ -215,3 +218,31 @@ def goal_elements(xml: str, goal: str, limit: int) -> list[Element]:
 def elements_text(elements: Sequence[Element]) -> str:
     """The elements as the prompt lists them: ``label [y, x]; label [y, x]``."""
     return "; ".join(e.spelling() for e in elements)
+
+
+def element_rows(elements: Sequence[Element]) -> list[dict]:
+    """The elements as the shards' ``elements`` column stores them (one struct each)."""
+    return [
+        {"label": e.label, "y": e.point[0], "x": e.point[1], "height": e.size[0],
+         "width": e.size[1], "editable": e.editable}
+        for e in elements
+    ]  # fmt: skip
+
+
+def elements_from_rows(rows: Sequence[dict] | None) -> tuple[Element, ...]:
+    """Elements back from :func:`element_rows`' structs (None, a null cell: no elements).
+
+    Points are re-rounded to the action format's 4 decimals (the column stores float32), so a
+    stored element's tap is spelled exactly as it was when the step was taken.
+    """
+    if not rows:
+        return ()
+    return tuple(
+        Element(
+            str(r["label"]),
+            (round(float(r["y"]), 4), round(float(r["x"]), 4)),
+            bool(r["editable"]),
+            (round(float(r["height"]), 4), round(float(r["width"]), 4)),
+        )
+        for r in rows
+    )
