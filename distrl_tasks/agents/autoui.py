@@ -55,6 +55,7 @@ from distrl_tasks.agents.copy_match import (
     match_lengths,
     start_kinds,
 )
+from distrl_tasks.agents.pointer import PointerHead, PointerInputs
 
 # transformers 5 renamed the decoder stack's ``past_key_values`` argument and output to ``cache``
 # (the old name warns on every call and goes in 5.40); older releases know only the old name.
@@ -162,6 +163,28 @@ class AutoUIModel(nn.Module):
             # every id a word start until the tokenizer says otherwise (no effect by itself)
             kinds = torch.full((config.vocab_size,), WORD_START, dtype=torch.long)
             self.register_buffer("copy_piece_kinds", kinds)
+        # the tap-target pointer (config ``pointer: true``; :mod:`.pointer`)
+        self.pointer_head = PointerHead(d_model) if getattr(config, "pointer", False) else None
+
+    def add_pointer(self, seed: int = 0) -> None:
+        """Give a model built without the pointer a new head (seeded; it starts writing
+        coordinates nearly always, :data:`.pointer.WRITE_PRIOR`) and record it in the config,
+        so a saved checkpoint loads with it."""
+        if self.pointer_head is not None:
+            return
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            head = PointerHead(self.config.d_model)
+        self.pointer_head = head.to(self.shared.weight.device, self.shared.weight.dtype)
+        self.config.pointer = True
+
+    def choice_logits(
+        self, states: torch.Tensor, attention_mask: torch.Tensor, inputs: PointerInputs
+    ) -> torch.Tensor:
+        """``[B, K + 1]`` pointer logits (:class:`.pointer.PointerHead`), "write" last."""
+        if self.pointer_head is None:
+            raise ValueError("this model has no pointer head (agent.pointer: false when built)")
+        return self.pointer_head(self.shared, states, attention_mask, inputs)
 
     def set_piece_kinds(self, kinds: torch.Tensor) -> None:
         """Record the start kind of every vocabulary id (:func:`~.copy_match.piece_kinds`);

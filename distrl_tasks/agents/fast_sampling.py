@@ -35,6 +35,7 @@ from distrl_tasks.agents.autoui import AutoUIModel
 from distrl_tasks.agents.fast_decoder import DecoderRun
 from distrl_tasks.agents.goal_typing import GoalTypingRun, restrict
 from distrl_tasks.agents.grammar import ActionGrammar
+from distrl_tasks.agents.pointer import PointerRun
 
 
 def decode_fast(
@@ -51,6 +52,7 @@ def decode_fast(
     eos_id: int,
     generator: torch.Generator | None = None,
     typing: GoalTypingRun | None = None,
+    pointer: PointerRun | None = None,
 ) -> tuple[list[list[int]], torch.Tensor]:
     """Sampled (or argmax) ids of one action per row, eos included when produced, and their
     ``[B]`` log-probs under the masked, temperature-scaled distribution the ids were drawn
@@ -72,6 +74,9 @@ def decode_fast(
         generator: random source for sampling (on the model's device).
         typing: the rows' typed text under ``agent.goal_typing`` (:mod:`.goal_typing`; needs
             the grammar), advanced as the loop writes; None = no such rule.
+        pointer: the rows' pointer choices (:mod:`.pointer`; needs the grammar), drawn where
+            a row reaches the touch point; a row that points ends with its element's tap. The
+            log-probs returned for such rows are not the action's (the caller scores them).
 
     Returns:
         ``B`` id lists of at most ``budget`` ids each, and their ``[B]`` log-probs.
@@ -90,6 +95,7 @@ def decode_fast(
             eos_id,
             generator,
             typing,
+            pointer,
         )
 
 
@@ -106,6 +112,7 @@ def _decode(
     eos: int,
     generator: torch.Generator | None,
     typing: GoalTypingRun | None,
+    pointer: PointerRun | None,
 ) -> tuple[list[list[int]], torch.Tensor]:
     device = states.device
     batch = states.shape[0]
@@ -181,12 +188,23 @@ def _decode(
             cols = 1 + out_len[:, None] + offsets[None, :]
             inputs[rows[:, None].expand_as(draft)[write], cols[write]] = draft[write]
         inputs[rows[live], (1 + out_len + n_ok)[live]] = nxt[live]
+        pointed: dict[int, list[int]] = {}
         if grammar is not None:
             before = walk.gather(1, n_ok[:, None]).squeeze(1)
+            if pointer is not None and bool((live & grammar.touch[before]).any()):
+                # a row at the touch point draws its choice; one that points is written out
+                pointed = pointer.choose(live & grammar.touch[before])
+                for row, ids in pointed.items():
+                    at = int(out_len[row] + n_ok[row])
+                    ids = ids[: budget - at]
+                    inputs[row, 1 + at : 1 + at + len(ids)] = torch.tensor(ids, device=device)
             if typing is not None:
                 typing.advance(before, nxt, grammar.in_text, live)
             state = torch.where(live, grammar.step(before, nxt), state)
         out_len = torch.where(live, out_len + n_ok + 1, out_len)
         finished = finished | (live & (nxt == eos)) | (out_len >= budget)
+        for row, ids in pointed.items():
+            out_len[row] = min(int(out_len[row]) - 1 + len(ids), budget)
+            finished[row] = True
     ids = inputs[:, 1:].tolist()
     return [row[:n] for row, n in zip(ids, out_len.tolist(), strict=True)], log_prob

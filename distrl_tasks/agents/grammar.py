@@ -75,6 +75,11 @@ ACTION_PATTERN = (
 # type (with the fixed format around them), a tap's coordinate digits, the typed text.
 PARTS = ("type", "coords", "text")
 _POINT_FIELDS = ('"touch_point": "', '"lift_point": "')
+# What a tap's action text has written when its touch point starts (before the point's opening
+# quote: no vocabulary of ours has a piece across that place, while T5's pieces run on into
+# the digits after the quote)
+TOUCH_MARK = '"action_type": "DUAL_POINT", "touch_point": '
+
 _TEXT_FIELD = '"typed_text": "'
 _CLOSING_QUOTE = re.compile(r'(?:^|[^\\])(?:\\\\)*"')
 
@@ -141,7 +146,9 @@ class ActionGrammar:
         self.allowed = allowed
         self.accepting = allowed[:, self.eos_id].clone()
         self._build_tables(tokenizer, vocab_size)
-        self.part = self._state_parts(tokenizer, vocab_size)
+        prefixes = self._state_prefixes(tokenizer, vocab_size)
+        self.part = torch.tensor([part_of_prefix(p) for p in prefixes], dtype=torch.long)
+        self.touch, self.touch_crossed = self._touch_states(prefixes)
 
     def _build_tables(self, tokenizer: Tokenizer, vocab_size: int) -> None:
         """Dense transitions, for batched tensor decoding (``table[s, column[v]]`` is the state
@@ -222,10 +229,9 @@ class ActionGrammar:
             self.draft_states[s, len(walk) :] = walk[-1]
         self.draft_len = torch.tensor([len(d) for d in drafts], dtype=torch.long)
 
-    def _state_parts(self, tokenizer: Tokenizer, vocab_size: int) -> torch.Tensor:
-        """``[S]`` which part of the action the next id writes in each state (:data:`PARTS`
-        indices), read from the text that leads there (breadth first from the start; every
-        path to a state stops at the same place of the pattern)."""
+    def _state_prefixes(self, tokenizer: Tokenizer, vocab_size: int) -> list[str]:
+        """A text that leads to each state (breadth first from the start; every path to a state
+        stops at the same place of the pattern, so any one says where the state is)."""
         text_of = [""] * vocab_size
         for text, ids in tokenizer.token_texts(vocab_size).items():
             for i in ids:
@@ -239,7 +245,21 @@ class ActionGrammar:
                 if prefix[nxt] is None:
                     prefix[nxt] = prefix[state] + text_of[token]  # type: ignore[operator]
                     queue.append(nxt)
-        return torch.tensor([part_of_prefix(p or "") for p in prefix], dtype=torch.long)
+        return [p or "" for p in prefix]
+
+    def _touch_states(self, prefixes: list[str]) -> tuple[torch.Tensor, bool]:
+        """``[S]`` bool, the states where a tap's touch point starts (:data:`TOUCH_MARK` just
+        written: where the pointer chooses), and whether some id jumps over such a state (writes
+        the end of the mark and the point's first characters at once), which leaves no single
+        place to choose."""
+        at = [p.endswith(TOUCH_MARK) for p in prefixes]
+        past = [TOUCH_MARK in p and not a for p, a in zip(prefixes, at, strict=True)]
+        crossed = any(
+            past[nxt] and TOUCH_MARK not in prefixes[state]
+            for state, moves in enumerate(self._moves)
+            for nxt in moves.values()
+        )
+        return torch.tensor(at, dtype=torch.bool), crossed
 
     @property
     def num_states(self) -> int:
@@ -253,6 +273,7 @@ class ActionGrammar:
         self.draft_states = self.draft_states.to(device)
         self.draft_len = self.draft_len.to(device)
         self.part = self.part.to(device)
+        self.touch = self.touch.to(device)
         if self.dense:
             self.table, self.column = self.table.to(device), self.column.to(device)
         return self

@@ -47,15 +47,24 @@ from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.copy_match import piece_kinds
 from distrl_tasks.agents.fast_sampling import decode_fast
 from distrl_tasks.agents.goal_typing import GoalTyping, restrict
-from distrl_tasks.agents.grammar import PARTS, ActionGrammar, grammar_for
+from distrl_tasks.agents.grammar import PARTS, TOUCH_MARK, ActionGrammar, grammar_for
 from distrl_tasks.agents.image_encoders import image_feature_dim
+from distrl_tasks.agents.pointer import (
+    PointerRun,
+    choice_targets,
+    completion,
+    pointer_inputs,
+    tap_entropy,
+    tap_log_prob,
+)
 from distrl_tasks.agents.policy_types import Sample, Scores
 from distrl_tasks.agents.reference_sampling import decode_reference
 from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.agents.vlm import VLMPolicy, is_vlm_checkpoint, load_vlm_policy, new_vlm_policy
 from distrl_tasks.config import AgentConfig
-from distrl_tasks.protocol.actions import format_action, tap
+from distrl_tasks.protocol.actions import ActionType, format_action, parse_action, tap
 from distrl_tasks.protocol.observation import Observation, format_prompt
+from distrl_tasks.protocol.ui_dump import Element
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +135,16 @@ class AutoUIPolicy:
         # per-part sampling temperatures ({"type"|"coords"|"text": t}; agent.exploration), used
         # when no temperature is passed and decoding is constrained; None = one temperature
         self.part_temperatures: dict[str, float] | None = None
+        # the tap-target pointer (:mod:`.pointer`): acts where the model has the head and the
+        # grammar marks the touch point
+        self.pointer = model.pointer_head is not None and grammar is not None
+        if self.pointer and grammar is not None and grammar.touch_crossed:
+            raise ValueError(
+                "agent.pointer: this vocabulary has pieces that run across a tap's touch point "
+                "(e.g. T5's own), so there is no single place to point; use the byte tokenizer "
+                "or a SentencePiece vocabulary fitted by the bootstrap"
+            )
+        self._completions: dict[tuple[float, float], list[int]] = {}
 
     @property
     def device(self) -> torch.device:
@@ -147,6 +166,51 @@ class AutoUIPolicy:
         if t <= 0:
             raise ValueError(f"temperature must be > 0, got {t}")
         return t
+
+    def _pointer_temperature(self, temperature: float | None) -> float:
+        """The pointer's temperature: ``temperature`` if given, else the coordinates' part
+        temperature (the pointer chooses where a tap goes), else :attr:`temperature`."""
+        if temperature is not None:
+            return float(temperature)
+        if self.part_temperatures:
+            return float(self.part_temperatures.get("coords", self.temperature))
+        return self.temperature
+
+    def _choice_log_probs(
+        self,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        observations: Sequence[Observation],
+        temperature: float | None,
+    ) -> torch.Tensor | None:
+        """``[B, K + 1]`` the pointer's log-probs ("write" last), or None without the pointer."""
+        if not self.pointer:
+            return None
+        inputs = pointer_inputs(
+            self.tokenizer.encode, [o.elements for o in observations], self.device
+        )
+        logits = self.model.choice_logits(states, mask, inputs).float()
+        return torch.log_softmax(logits / self._pointer_temperature(temperature), dim=-1)
+
+    def _completion_ids(self, element: Element) -> list[int]:
+        """Ids that finish a tap on ``element`` from the touch point (eos included)."""
+        hit = self._completions.get(element.point)
+        if hit is None:
+            hit = [*self.tokenizer.encode(completion(element)), self.tokenizer.eos_id]
+            self._completions[element.point] = hit
+        return hit
+
+    def _pointer_run(
+        self,
+        choice_lp: torch.Tensor | None,
+        observations: Sequence[Observation],
+        greedy: bool,
+        generator: torch.Generator | None,
+    ) -> PointerRun | None:
+        if choice_lp is None:
+            return None
+        completions = [[self._completion_ids(e) for e in o.elements] for o in observations]
+        return PointerRun(choice_lp, completions, greedy=greedy, generator=generator)
 
     def _prompts(
         self, observations: Sequence[Observation], constrained: bool = True
@@ -223,7 +287,13 @@ class AutoUIPolicy:
         temperature: float | torch.Tensor,
         constrained: bool = True,
         prompts: Sequence[str] | None = None,
+        choice_lp: torch.Tensor | None = None,
+        texts: Sequence[str] | None = None,
+        elements: Sequence[Sequence[Element]] | None = None,
     ) -> Scores:
+        """Teacher-forced scores of ``targets``; with ``choice_lp`` (the pointer's log-probs,
+        which needs the rows' action ``texts`` and ``elements``) a tap's log-prob is the
+        marginal over pointing and writing (:func:`.pointer.tap_log_prob`)."""
         labels, label_mask = _pad(targets, self.tokenizer.pad_id)
         labels, label_mask = labels.to(self.device), label_mask.to(self.device).bool()
         logits, _ = self.model.decode(self.model.shift_right(labels), states, mask, source_ids=ids)
@@ -248,8 +318,36 @@ class AutoUIPolicy:
         token_lp = torch.where(label_mask, picked, torch.zeros_like(picked))
         safe = logp.masked_fill(~torch.isfinite(logp), 0.0)
         entropy_t = -(safe.exp() * safe).sum(-1)
-        entropy = torch.where(label_mask, entropy_t, torch.zeros_like(entropy_t)).sum(-1)
-        return Scores(token_lp.sum(-1), entropy, token_lp, label_mask.sum(-1))
+        entropy_t = torch.where(label_mask, entropy_t, torch.zeros_like(entropy_t))
+        if choice_lp is None or walk_states is None or grammar is None:
+            return Scores(token_lp.sum(-1), entropy_t.sum(-1), token_lp, label_mask.sum(-1))
+        assert texts is not None and elements is not None
+        # split each row at its touch point: the ids before it, and from it on
+        touch = grammar.touch[walk_states] & label_mask
+        at_touch = touch.any(1)
+        first = torch.where(at_touch, touch.long().argmax(1), label_mask.sum(1))
+        later = torch.arange(labels.shape[1], device=self.device)[None, :] >= first[:, None]
+        zero = torch.zeros_like(token_lp)
+        k = choice_lp.shape[1] - 1
+        matches = torch.zeros((len(targets), k), dtype=torch.bool)
+        for row, (text, row_elements) in enumerate(zip(texts, elements, strict=True)):
+            for j, e in enumerate(row_elements):
+                matches[row, j] = text.endswith(TOUCH_MARK + completion(e))
+        matches = matches.to(self.device) & at_touch[:, None]
+        log_prob = tap_log_prob(
+            torch.where(later, zero, token_lp).sum(-1),
+            torch.where(later, token_lp, zero).sum(-1),
+            choice_lp,
+            matches,
+            at_touch,
+        )
+        entropy = tap_entropy(
+            torch.where(later, zero, entropy_t).sum(-1),
+            torch.where(later, entropy_t, zero).sum(-1),
+            choice_lp,
+            at_touch,
+        )
+        return Scores(log_prob, entropy, token_lp, label_mask.sum(-1))
 
     def score(
         self,
@@ -286,7 +384,51 @@ class AutoUIPolicy:
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
         prompts = self._prompts(observations, constrained)
-        return self._score_ids(ids, states, mask, targets, t, constrained, prompts)
+        choice_lp = self._choice_log_probs(states, mask, observations, temperature)
+        if not constrained:
+            choice_lp = None  # free scoring (SFT) teaches the string; the pointer has its loss
+        return self._score_ids(
+            ids, states, mask, targets, t, constrained, prompts,
+            choice_lp=choice_lp, texts=actions, elements=[o.elements for o in observations],
+        )  # fmt: skip
+
+    def pointer_loss(
+        self, observations: Sequence[Observation], actions: Sequence[str]
+    ) -> torch.Tensor | None:
+        """Mean cross-entropy of the pointer's choice on demonstrated taps (supervised training;
+        the string's own loss does not reach the pointer).
+
+        A tap teaches the smallest element whose box holds its touch point, else "write"; a
+        swipe teaches "write". Rows without elements, or whose action is not DUAL_POINT, teach
+        nothing; None when no row does (or the policy has no pointer).
+        """
+        if not self.pointer:
+            return None
+        targets = []
+        for obs, text in zip(observations, actions, strict=True):
+            action = parse_action(text)
+            if action.action_type is not ActionType.DUAL_POINT or not obs.elements:
+                targets.append(None)
+            elif action.is_tap:
+                targets.append(choice_targets(obs.elements, action.touch_point))
+            else:
+                targets.append(len(obs.elements))
+        if all(t is None for t in targets):
+            return None
+        ids, mask, feats = self._encoder_inputs(observations)
+        states = self.model.encode(ids, mask, feats)
+        inputs = pointer_inputs(
+            self.tokenizer.encode, [o.elements for o in observations], self.device
+        )
+        logp = torch.log_softmax(self.model.choice_logits(states, mask, inputs).float(), -1)
+        write = logp.shape[1] - 1
+        rows, picks = [], []
+        for row, (obs, target) in enumerate(zip(observations, targets, strict=True)):
+            if target is not None:
+                rows.append(row)
+                picks.append(write if target == len(obs.elements) else target)
+        at = torch.tensor(rows, device=self.device)
+        return -logp[at, torch.tensor(picks, device=self.device)].mean()
 
     def log_prob(
         self,
@@ -321,6 +463,9 @@ class AutoUIPolicy:
         typing = None
         if prompts is not None and self.goal_typing is not None and grammar is not None:
             typing = self.goal_typing.start(prompts)
+        choice_lp = self._choice_log_probs(states, mask, observations, temperature)
+        pointer = self._pointer_run(choice_lp, observations, greedy, generator)
+        elements = [o.elements for o in observations]
         fast = self.decoder == "fast" and self.model.shared.weight.dtype == torch.float32
         if fast:
             sampled, loop_log_probs = decode_fast(
@@ -336,6 +481,7 @@ class AutoUIPolicy:
                 eos_id=self.tokenizer.eos_id,
                 generator=generator,
                 typing=typing,
+                pointer=pointer,
             )
         else:
             sampled = decode_reference(
@@ -352,6 +498,7 @@ class AutoUIPolicy:
                 pad_id=self.tokenizer.pad_id,
                 generator=generator,
                 typing=typing,
+                pointer=pointer,
             )
         texts = [self.tokenizer.decode(row) for row in sampled]
         targets, canonical = [], []
@@ -360,12 +507,16 @@ class AutoUIPolicy:
             canonical.append(canon == row)
             targets.append(canon)
         if not fast:
-            scores = self._score_ids(ids, states, mask, targets, t, prompts=prompts)
+            scores = self._score_ids(
+                ids, states, mask, targets, t, prompts=prompts,
+                choice_lp=choice_lp, texts=texts, elements=elements,
+            )  # fmt: skip
             return Sample(texts, sampled, scores.log_prob, canonical)
         # canonical rows: the loop's log-prob is the teacher-forced one (same ids, same masks);
-        # the others are scored on their canonical ids, as the learner will score them
+        # the others are scored on their canonical ids, as the learner will score them, and so
+        # are the rows with elements (a tap's log-prob is the marginal, module pointer)
         log_probs = loop_log_probs.clone()
-        redo = [i for i, ok in enumerate(canonical) if not ok]
+        redo = [i for i, ok in enumerate(canonical) if not ok or elements[i]]
         if redo:
             pick = torch.tensor(redo, device=self.device)
             scores = self._score_ids(
@@ -375,6 +526,9 @@ class AutoUIPolicy:
                 [targets[i] for i in redo],
                 t,
                 prompts=None if prompts is None else [prompts[i] for i in redo],
+                choice_lp=None if choice_lp is None else choice_lp[pick],
+                texts=[texts[i] for i in redo],
+                elements=[elements[i] for i in redo],
             )
             log_probs[pick] = scores.log_prob
         return Sample(texts, sampled, log_probs, canonical)
@@ -473,6 +627,8 @@ def build_policy(
             tap_tokens,
             tokenizer.kind,
         )
+    if cfg.pointer:
+        model.add_pointer(seed)
     policy = AutoUIPolicy(
         model,
         tokenizer,

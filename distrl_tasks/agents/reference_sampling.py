@@ -12,6 +12,7 @@ import torch
 from distrl_tasks.agents.autoui import AutoUIModel
 from distrl_tasks.agents.goal_typing import GoalTypingRun, restrict
 from distrl_tasks.agents.grammar import ActionGrammar
+from distrl_tasks.agents.pointer import PointerRun
 
 
 def decode_reference(
@@ -29,10 +30,12 @@ def decode_reference(
     pad_id: int,
     generator: torch.Generator | None = None,
     typing: GoalTypingRun | None = None,
+    pointer: PointerRun | None = None,
 ) -> list[list[int]]:
     """Sampled (or argmax) ids of one action per row, eos included when produced.
 
-    Args mirror :func:`.fast_sampling.decode_fast`; ``pad_id`` fills finished rows.
+    Args mirror :func:`.fast_sampling.decode_fast`; ``pad_id`` fills finished rows. A row
+    that points (``pointer``) is fed its element's tap one id per call, as if it wrote it.
     """
     batch = source_ids.shape[0]
     device = encoder_states.device
@@ -43,6 +46,7 @@ def decode_reference(
     state = None
     if grammar is not None:
         state = torch.full((batch,), grammar.initial, dtype=torch.long, device=device)
+    forced: dict[int, list[int]] = {}  # rows that pointed: the ids of their tap still to feed
     for _ in range(budget):
         logits, cache = model.decode(
             current, encoder_states, attention_mask, cache, use_cache=True, source_ids=source_ids
@@ -57,6 +61,13 @@ def decode_reference(
             nxt = logp.argmax(-1)
         else:
             nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+        if pointer is not None and grammar is not None:
+            at_touch = ~finished & grammar.touch[state]
+            if bool(at_touch.any()):
+                forced.update(pointer.choose(at_touch))
+            for row, ids in forced.items():
+                if ids:
+                    nxt[row] = ids.pop(0)
         nxt = torch.where(finished, torch.full_like(nxt, pad_id), nxt)
         steps.append(nxt)
         finished |= nxt == eos_id

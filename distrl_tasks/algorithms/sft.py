@@ -40,10 +40,12 @@ from distrl_tasks.algorithms import train_state as ts
 from distrl_tasks.protocol.actions import format_action, parse_action
 from distrl_tasks.protocol.files import atomic_directory
 from distrl_tasks.protocol.observation import Observation, format_prompt
+from distrl_tasks.protocol.ui_dump import Element, elements_from_rows
 
 MISTAKE_PLAN = "mistake"  # the expert's plan text marks its injected mistakes with this prefix
 DEMO_COLUMNS = ("trajectory_id", "step", "task", "action", "reward", "image_features")
 DEMO_COLUMNS += ("screen_elements",)  # null in schema-1 shards and screenshot-only prompts
+DEMO_COLUMNS += ("elements",)  # the pointer's elements (agent.pointer); null before schema 3
 
 
 def canonical_action(text: str) -> str:
@@ -71,7 +73,8 @@ def demos_from_rows(
     """
     by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for i, row in enumerate(rows):
-        missing = [c for c in DEMO_COLUMNS if c not in row and c != "screen_elements"]
+        optional = ("screen_elements", "elements")
+        missing = [c for c in DEMO_COLUMNS if c not in row and c not in optional]
         if missing:
             raise ValueError(f"row {i}: missing columns {missing}")
         by_traj[str(row["trajectory_id"])].append(row)
@@ -90,7 +93,8 @@ def demos_from_rows(
                 prompt = format_prompt(str(row["task"]), previous, history=history, screen=screen)
                 feats = np.asarray(row["image_features"], dtype=np.float16)
                 png = row.get("screenshot_png")  # kept when selected (the VLM reads pixels)
-                out.append(Demo(prompt, feats, target, action.action_type.value, png))
+                elements = elements_from_rows(row.get("elements"))
+                out.append(Demo(prompt, feats, target, action.action_type.value, png, elements))
             previous.append(target)
     return out
 
@@ -104,9 +108,18 @@ class Demo:
     target: str  # canonical AutoUI action string
     action_type: str
     screenshot_png: bytes | None = None  # the frame, when the rows carried it (VLM cloning)
+    elements: tuple[Element, ...] = ()  # the screen's elements, when the pointer was on
 
     def observation(self) -> Observation:
-        return Observation(self.prompt, self.image_features, self.screenshot_png)
+        return Observation(self.prompt, self.image_features, self.screenshot_png, self.elements)
+
+
+def pointer_loss(policy: Any, batch: Sequence[Demo]) -> torch.Tensor | None:
+    """The pointer's cross-entropy on ``batch`` (:meth:`AutoUIPolicy.pointer_loss`), or None
+    for a policy without a pointer (the VLM) or a batch that taps nothing it lists."""
+    if not getattr(policy, "pointer", False):
+        return None
+    return policy.pointer_loss([d.observation() for d in batch], [d.target for d in batch])
 
 
 @dataclass(frozen=True)
@@ -336,6 +349,9 @@ def train_sft(
             [d.observation() for d in batch], [d.target for d in batch], constrained=False
         )
         loss = -scores.token_log_probs.sum() / scores.lengths.sum()
+        pointing = pointer_loss(policy, batch)
+        if pointing is not None:  # the pointer learns which element the demonstration tapped
+            loss = loss + pointing
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)

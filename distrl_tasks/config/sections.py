@@ -221,6 +221,11 @@ class AgentConfig:
             "the pointer head is AutoUI's (agent.model: tiny or autoui-base), not the VLM's",
         )
         _check(
+            not self.pointer or self.constrained_decoding,
+            f"{key}.pointer",
+            "needs agent.constrained_decoding: true (the grammar marks where a tap points)",
+        )
+        _check(
             self.model != "vlm" or bool(self.vlm_base_dir),
             f"{key}.vlm_base_dir",
             "needed for agent.model: vlm (a local Qwen2-VL / Qwen2.5-VL directory)",

@@ -1,0 +1,200 @@
+"""The tap-target pointer: its log-prob algebra, where it acts in the grammar, and a policy that
+points and scores what it pointed at as the learner will (both decoders, both vocabularies)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from distrl_tasks.agents.autoui import build_tiny_model
+from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
+from distrl_tasks.agents.grammar import TOUCH_MARK, grammar_for
+from distrl_tasks.agents.pointer import (
+    choice_targets,
+    completion,
+    pointer_inputs,
+    tap_entropy,
+    tap_log_prob,
+)
+from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.agents.shipped_base import SHIPPED_DIR
+from distrl_tasks.agents.tokenizer import ByteTokenizer
+from distrl_tasks.protocol.actions import ActionType, format_action, key, parse_action, swipe, tap
+from distrl_tasks.protocol.observation import Observation, format_prompt
+from distrl_tasks.protocol.ui_dump import Element
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SEARCH = Element("Search", (0.1234, 0.5), True, (0.05, 0.8))
+SETTINGS = Element("Settings", (0.7, 0.3), False, (0.06, 0.2))
+ELEMENTS = (SEARCH, SETTINGS)
+
+
+def test_tap_log_prob_is_the_marginal_over_pointing_and_writing() -> None:
+    before = torch.tensor([-1.0, -1.0, -2.0])
+    after = torch.tensor([-3.0, -3.0, -0.5])
+    choice = torch.log(torch.tensor([[0.2, 0.3, 0.5], [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]]))
+    matches = torch.tensor([[False, True], [False, False], [True, False]])
+    at_touch = torch.tensor([True, True, False])
+    got = tap_log_prob(before, after, choice, matches, at_touch)
+    # row 0: p = e^-1 (0.5 e^-3 + 0.3); row 1: e^-1 * 0.5 e^-3; row 2 never reaches the point
+    want = [
+        -1.0 + math.log(0.5 * math.exp(-3.0) + 0.3),
+        -1.0 + math.log(0.5) - 3.0,
+        -2.5,
+    ]
+    assert got.tolist() == pytest.approx(want, abs=1e-6)
+
+
+def test_tap_entropy_adds_the_choice_and_the_written_digits() -> None:
+    choice = torch.log(torch.tensor([[0.25, 0.25, 0.5], [0.25, 0.25, 0.5]]))
+    got = tap_entropy(
+        torch.tensor([1.0, 1.0]), torch.tensor([2.0, 2.0]), choice, torch.tensor([True, False])
+    )
+    h = -(2 * 0.25 * math.log(0.25) + 0.5 * math.log(0.5))
+    assert got.tolist() == pytest.approx([1.0 + h + 0.5 * 2.0, 3.0], abs=1e-6)
+
+
+def test_choice_targets_smallest_box_holding_the_touch() -> None:
+    big = Element("", (0.5, 0.5), False, (1.0, 1.0))
+    assert choice_targets((big, SETTINGS), (0.71, 0.35)) == 1  # inside both: the smaller
+    assert choice_targets((big, SETTINGS), (0.2, 0.2)) == 0
+    assert choice_targets(ELEMENTS, (0.95, 0.95)) == 2  # no box: write
+    assert choice_targets(ELEMENTS, None) is None
+
+
+def test_completion_finishes_a_tap_on_the_centre() -> None:
+    text = format_action(tap(0.1234, 0.5))
+    assert text.endswith(TOUCH_MARK + completion(SEARCH))
+    assert parse_action(text[: text.index(TOUCH_MARK)] + TOUCH_MARK + completion(SEARCH)) == (
+        parse_action(text)
+    )
+
+
+@pytest.fixture(scope="module")
+def shipped() -> tuple:
+    return load_checkpoint(SHIPPED_DIR)
+
+
+def _tiny() -> tuple:
+    return build_tiny_model(64, seed=3), ByteTokenizer()
+
+
+def test_grammar_marks_one_touch_state_that_no_piece_jumps(shipped: tuple) -> None:
+    for model, tokenizer in (shipped, _tiny()):
+        grammar = grammar_for(tokenizer, model.vocab_size)
+        assert int(grammar.touch.sum()) == 1
+        assert not grammar.touch_crossed
+        prefix = format_action(tap(0.5, 0.5))
+        head = prefix[: prefix.index(TOUCH_MARK) + len(TOUCH_MARK)]
+        states = grammar.states_along([tokenizer.encode(head + '"')])[0]
+        assert bool(grammar.touch[states[-1]])  # the state before the quote
+
+
+def _observations(n: int, dim: int, which: str = "some") -> list[Observation]:
+    """``which`` rows list the elements: "some" (two in three), "all" or "none"."""
+    rng = np.random.default_rng(0)
+    goals = ["open settings", "search for hotels", "turn on wifi"]
+    return [
+        Observation(
+            format_prompt(goals[i % 3]),
+            rng.standard_normal(dim).astype(np.float32),
+            None,
+            ELEMENTS if which == "all" or (which == "some" and i % 3) else (),
+        )
+        for i in range(n)
+    ]
+
+
+def _pointing_policy(model, tokenizer, decoder: str) -> AutoUIPolicy:
+    model.add_pointer(0)
+    torch.nn.init.zeros_(model.pointer_head.write.bias)  # point often, so both branches occur
+    grammar = grammar_for(tokenizer, model.vocab_size)
+    return AutoUIPolicy(
+        model, tokenizer, temperature=1.0, max_new_tokens=400, grammar=grammar, decoder=decoder
+    )
+
+
+@pytest.mark.parametrize("decoder", ["fast", "reference"])
+@pytest.mark.parametrize("vocabulary", ["sentencepiece", "byte"])
+def test_behaviour_log_probs_equal_the_learners_with_the_pointer(
+    shipped: tuple, decoder: str, vocabulary: str
+) -> None:
+    model, tokenizer = load_checkpoint(SHIPPED_DIR) if vocabulary == "sentencepiece" else _tiny()
+    policy = _pointing_policy(model, tokenizer, decoder)
+    obs = _observations(48, model.image_dim)
+    t = 1.0 if vocabulary == "sentencepiece" else 4.0  # a fresh tiny model rarely taps at 1
+    out = policy.sample(obs, generator=torch.Generator().manual_seed(1), temperature=t)
+    learner = policy.log_prob(obs, out.texts, temperature=t)
+    torch.testing.assert_close(out.log_probs, learner, atol=1e-4, rtol=0)
+    pointed = [
+        t for t, o in zip(out.texts, obs, strict=True)
+        if o.elements and any(t.endswith(TOUCH_MARK + completion(e)) for e in o.elements)
+    ]  # fmt: skip
+    if vocabulary == "sentencepiece":  # a fresh tiny model writes no taps at all
+        assert pointed, "with an even prior some taps point at an element"
+    assert all(parse_action(t).action_type is ActionType.DUAL_POINT for t in pointed)
+
+
+def test_no_elements_leaves_the_policy_as_it_was(shipped: tuple) -> None:
+    model, tokenizer = load_checkpoint(SHIPPED_DIR)
+    grammar = grammar_for(tokenizer, model.vocab_size)
+    plain = AutoUIPolicy(model, tokenizer, max_new_tokens=160, grammar=grammar)
+    obs = _observations(6, model.image_dim, "none")
+    before = plain.sample(obs, greedy=True)
+    model.add_pointer(0)
+    pointing = AutoUIPolicy(model, tokenizer, max_new_tokens=160, grammar=grammar)
+    assert pointing.pointer
+    after = pointing.sample(obs, greedy=True)
+    assert after.texts == before.texts
+    torch.testing.assert_close(after.log_probs, before.log_probs, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("decoder", ["fast", "reference"])
+def test_greedy_pointing_taps_the_best_element_centre(shipped: tuple, decoder: str) -> None:
+    model, tokenizer = load_checkpoint(SHIPPED_DIR)
+    policy = _pointing_policy(model, tokenizer, decoder)
+    head = model.pointer_head
+    torch.nn.init.constant_(head.write.bias, -50.0)  # never write coordinates
+    torch.nn.init.zeros_(head.score.weight)
+    torch.nn.init.zeros_(head.score.bias)  # equal scores: the argmax is the first element
+    obs = _observations(6, model.image_dim, "all")
+    taps = [parse_action(t) for t in policy.sample(obs, greedy=True).texts]
+    taps = [a for a in taps if a.action_type is ActionType.DUAL_POINT]
+    assert taps, "the shipped base taps on some of these goals"
+    assert all(a.touch_point == SEARCH.point == a.lift_point for a in taps)
+
+
+def test_a_saved_pointer_loads_with_the_checkpoint(tmp_path: Path) -> None:
+    model, tokenizer = _tiny()
+    model.add_pointer(7)
+    save_checkpoint(model, tokenizer, tmp_path / "ckpt")
+    loaded, _ = load_checkpoint(tmp_path / "ckpt")
+    assert loaded.pointer_head is not None
+    for a, b in zip(model.pointer_head.parameters(), loaded.pointer_head.parameters(), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_pointer_loss_teaches_the_tapped_element_and_write_for_swipes() -> None:
+    model, tokenizer = _tiny()
+    policy = _pointing_policy(model, tokenizer, "fast")
+    obs = _observations(3, model.image_dim, "all")
+    actions = [
+        format_action(tap(0.71, 0.31)),  # inside Settings: element 1
+        format_action(swipe(0.8, 0.5, 0.2, 0.5)),  # a swipe: write
+        format_action(tap(0.95, 0.95)),  # on no element: write
+    ]
+    loss = policy.pointer_loss(obs, actions)
+    assert loss is not None
+    ids, mask, feats = policy._encoder_inputs(obs)
+    inputs = pointer_inputs(tokenizer.encode, [o.elements for o in obs], "cpu")
+    logp = torch.log_softmax(
+        model.choice_logits(model.encode(ids, mask, feats), mask, inputs).float(), -1
+    )
+    want = -(logp[0, 1] + logp[1, 2] + logp[2, 2]) / 3
+    torch.testing.assert_close(loss, want)
+    assert policy.pointer_loss(obs, [format_action(key(ActionType.PRESS_HOME))] * 3) is None
