@@ -28,6 +28,7 @@ import torch
 
 from distrl_tasks.data.replay import ReplayBuffer, SequenceBatch, TransitionBatch
 from distrl_tasks.protocol.observation import Observation
+from distrl_tasks.protocol.ui_dump import Element, elements_from_rows
 
 DEFAULT_HORIZONS: Mapping[str, int] = {"general": 10, "webshop": 20}
 """Step budget per task set (``env.horizon_general`` / ``env.horizon_webshop``)."""
@@ -66,6 +67,9 @@ class Batch:
         critic_rows: ``[B]`` bool, windows the critic losses use.
         screenshots: the rows' ``screenshot_png`` column (``B*T`` PNGs of the frames of ``s_t``,
             read only by :meth:`observations`, for policies that read pixels: the VLM), or None.
+        elements: ``B*T`` actionable elements the pointer chose from at ``s_t`` (the rows'
+            ``elements`` column, ``()`` where null), or None when no row carries any (the
+            pointer was off, or shards older than schema version 3).
     """
 
     prompts: list[str]
@@ -92,6 +96,7 @@ class Batch:
     actor_rows: torch.Tensor
     critic_rows: torch.Tensor
     screenshots: pa.ChunkedArray | None = None
+    elements: list[tuple[Element, ...]] | None = None
 
     @property
     def batch_size(self) -> int:
@@ -118,14 +123,19 @@ class Batch:
         return torch.nonzero(keep.reshape(-1).cpu(), as_tuple=False).squeeze(1)
 
     def observations(self, index: torch.Tensor) -> list[Observation]:
-        """Policy observations (prompt, current frame) of the steps at flat ``index``."""
+        """Policy observations (prompt, current frame, elements) of the steps at flat ``index``."""
         feats = self.features.reshape(-1, self.features.shape[-1])
-        shots = self.screenshots
+        shots, elements = self.screenshots, self.elements
 
         def png(i: int) -> bytes | None:
             return None if shots is None else shots[i].as_py()
 
-        return [Observation(self.prompts[i], feats[i], png(i)) for i in index.tolist()]
+        return [
+            Observation(
+                self.prompts[i], feats[i], png(i), elements=() if elements is None else elements[i]
+            )
+            for i in index.tolist()
+        ]
 
     def action_texts(self, index: torch.Tensor) -> list[str]:
         """Action texts of the steps at flat ``index``."""
@@ -157,6 +167,17 @@ def _features(
             present[todo] = True
     out[~present] = 0.0
     return out, present
+
+
+def _elements(table: pa.Table) -> list[tuple[Element, ...]] | None:
+    """Each row's pointer elements (``()`` where null), or None when the ``elements`` column is
+    missing (shards older than schema version 3) or null on every row (the pointer was off)."""
+    if "elements" not in table.column_names:
+        return None
+    col = table.column("elements")
+    if col.null_count == len(col):
+        return None
+    return [elements_from_rows(r) for r in col.to_pylist()]
 
 
 def _column(table: pa.Table, name: str) -> np.ndarray:
@@ -248,6 +269,7 @@ def _assemble(
     shots = rows.column("screenshot_png") if "screenshot_png" in rows.column_names else None
     return Batch(
         screenshots=shots,
+        elements=_elements(rows),
         prompts=prompts,
         actions=[str(a) for a in _column(rows, "action")],
         next_prompts=next_prompts,

@@ -15,9 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bumped whenever a column is added, removed, renamed or changes type or meaning (2: the
-``screen_elements`` and ``state_key`` columns; shards of version 1 read them as null)."""
+``screen_elements`` and ``state_key`` columns; shards of version 1 read them as null. 3: the
+``elements`` column; shards of versions 1 and 2 read it as null)."""
 
 ACTION_TYPES = (
     "DUAL_POINT",
@@ -39,6 +40,16 @@ FINAL_FEATURES = "final_image_features"
 
 _TS = pa.timestamp("us", tz="UTC")
 _POINT = pa.list_(pa.float32(), 2)
+_ELEMENT = pa.struct(
+    [
+        ("label", pa.string()),
+        ("y", pa.float32()),
+        ("x", pa.float32()),
+        ("height", pa.float32()),
+        ("width", pa.float32()),
+        ("editable", pa.bool_()),
+    ]
+)  # one actionable element (protocol.ui_dump.element_rows / elements_from_rows)
 
 
 class SchemaError(ValueError):
@@ -82,6 +93,15 @@ COLUMNS: tuple[Column, ...] = (
         True,
         "Actionable elements the prompt listed (`label [y, x]; ...`, `agent.observation: "
         "elements`); null when it listed none, and in shards of schema version 1.",
+    ),
+    Column(
+        "elements",
+        pa.list_(_ELEMENT),
+        True,
+        "Actionable elements the pointer chose from (`agent.pointer`; at most "
+        "`agent.pointer_elements`, those the goal names first): label, centre `y`/`x` and "
+        "`height`/`width` as fractions of the screen, `editable`; null when the pointer was off "
+        "or the dump offered none, and in shards of schema versions 1-2.",
     ),
     Column(
         "state_key",

@@ -25,7 +25,7 @@ from distrl_tasks.config import EnvConfig
 from distrl_tasks.envs.device import KEY_BACK, KEY_ENTER, KEY_HOME, Device
 from distrl_tasks.protocol.actions import Action, ActionType, format_action, parse_action
 from distrl_tasks.protocol.observation import Observation, format_prompt
-from distrl_tasks.protocol.ui_dump import elements_text, goal_elements
+from distrl_tasks.protocol.ui_dump import Element, elements_text, goal_elements
 
 _KEYS = {
     ActionType.PRESS_BACK: KEY_BACK,
@@ -56,10 +56,15 @@ class EnvObservation:
     screen_elements: str = ""  # the elements the prompt lists (agent.observation: elements)
     state_key: str = ""  # which state this is (GiGPO's step groups): see AndroidEnv.state_key
     captured_at: dt.datetime = field(default_factory=utcnow)
+    # the actionable elements a tap may point at (agent.pointer), the goal's first; () when the
+    # pointer is off or the dump offered none (the policy then writes coordinates)
+    elements: tuple[Element, ...] = ()
 
     def policy_input(self) -> Observation:
-        """The model-facing view: prompt, image features and the screenshot."""
-        return Observation(self.prompt, self.image_features, self.screenshot_png)
+        """The model-facing view: prompt, image features, the screenshot and the elements."""
+        return Observation(
+            self.prompt, self.image_features, self.screenshot_png, elements=self.elements
+        )
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,9 @@ class AndroidEnv:
             prompt (``agent.observation: elements``; the dump is then captured); 0 = none.
         exact_state_keys: key steps by the device's exact state where it has one (the
             simulator), not by the screenshot's bytes (see :meth:`state_key`).
+        pointer_elements: offer the pointer at most this many of the screen's actionable
+            elements, the goal's first (``agent.pointer``; the dump is then captured); 0 = none.
+            An unreadable or empty dump gives an observation without elements.
     """
 
     def __init__(
@@ -127,6 +135,7 @@ class AndroidEnv:
         history: int | None = None,
         screen_elements: int = 0,
         exact_state_keys: bool = False,
+        pointer_elements: int = 0,
     ) -> None:
         self.device = device
         # reading the simulator's exact state is one more ADB round trip per step (~20 ms, as
@@ -138,7 +147,8 @@ class AndroidEnv:
         self.horizon = horizon_for(task_set, cfg)
         self.oracle = (getattr(device, "kind", "sim") == "sim") if oracle is None else oracle
         self.screen_elements = screen_elements
-        self.capture_ui_xml = capture_ui_xml or screen_elements > 0
+        self.pointer_elements = pointer_elements
+        self.capture_ui_xml = capture_ui_xml or screen_elements > 0 or pointer_elements > 0
         self.end_on_invalid = cfg.end_on_invalid if end_on_invalid is None else end_on_invalid
         self.history = cfg.prompt_history if history is None else history
         self.goal = ""
@@ -159,6 +169,9 @@ class AndroidEnv:
         screen = ""
         if self.screen_elements:
             screen = elements_text(goal_elements(xml, self.goal, self.screen_elements))
+        elements: tuple[Element, ...] = ()
+        if self.pointer_elements > 0:
+            elements = tuple(goal_elements(xml, self.goal, self.pointer_elements))
         prompt = format_prompt(self.goal, self._actions, history=self.history, screen=screen)
         return EnvObservation(
             goal=self.goal,
@@ -171,6 +184,7 @@ class AndroidEnv:
             ui_xml=xml,
             screen_elements=screen,
             captured_at=captured,
+            elements=elements,
         )
 
     def state_key(self, png: bytes) -> str:

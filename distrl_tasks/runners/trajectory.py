@@ -17,6 +17,7 @@ from distrl_tasks.data.trajectories import discounted_returns
 from distrl_tasks.envs.android_env import AndroidEnv, EnvObservation, StepResult
 from distrl_tasks.envs.device import DeviceError
 from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.protocol.ui_dump import element_rows
 
 TRUNCATED = "truncated:device_error"
 
@@ -159,6 +160,7 @@ class EpisodeRunner:
                     "policy_version": self.meta.policy_version,
                     "prompt": s.obs.prompt,
                     "screen_elements": s.obs.screen_elements or None,
+                    "elements": element_rows(s.obs.elements) or None,
                     "state_key": s.obs.state_key or None,
                     "action": s.text,
                     "action_type": a.action_type.value,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from distrl_tasks.config import Config
 from distrl_tasks.data.schema import feature_dim_of, table_from_rows
@@ -54,6 +55,16 @@ def _relabel(traj: pa.Table, success: bool, evaluator: str, gamma: float) -> lis
             label_status="labeled",
         )
     return rows
+
+
+def pointer_fallbacks(table: pa.Table) -> int:
+    """Steps of ``table`` that offered the pointer no element (``elements`` null or empty: the
+    dump failed, was empty or unreadable), where a pointer policy had to write coordinates.
+    Meaningful only for steps collected with ``agent.pointer`` on."""
+    if "elements" not in table.column_names:
+        return table.num_rows
+    lengths = pc.list_value_length(table.column("elements")).fill_null(0)
+    return int(pc.sum(pc.equal(lengths, 0)).as_py() or 0)
 
 
 def _evaluator(cfg: Config, api_key: str | None, workdir: str | os.PathLike):
@@ -93,11 +104,13 @@ def run(
     counts = {"labeled": 0, "unlabeled": 0, "unlabeled_retryable": 0, "successes": 0}
     finals: dict[str, Any] = {}  # trajectory id -> its label (True/False, None: unlabeled)
     families: dict[str, str] = {}  # trajectory id -> its goal's family
+    steps = fallbacks = 0  # the round's steps and those the pointer had no element for
     written: list[str] = []
     bar = progress_bar(shards, desc=f"label r{round}", unit="shard", enabled=progress)
     with common.stage_run(cfg, workdir, round, "label") as run_, bar:
         for shard in bar:
             table = read_verified([shard])
+            steps, fallbacks = steps + table.num_rows, fallbacks + pointer_fallbacks(table)
             trajectories = group_trajectories(table)
             pending = [t for t in trajectories if _needs_label(t)] if judge else []
             verdicts = (
@@ -144,15 +157,16 @@ def run(
             )
             written.append(str(info.path))
         total = counts["labeled"] + counts["unlabeled"]
-        run_.log_metrics(
-            {
-                "rollout/trajectories": total,
-                "rollout/labeled": counts["labeled"],
-                "rollout/unlabeled": counts["unlabeled"],
-                "rollout/success_rate": counts["successes"] / max(1, counts["labeled"]),
-            },
-            step=round,
-        )
+        rollout = {
+            "rollout/trajectories": total,
+            "rollout/labeled": counts["labeled"],
+            "rollout/unlabeled": counts["unlabeled"],
+            "rollout/success_rate": counts["successes"] / max(1, counts["labeled"]),
+        }
+        fallback_rate = fallbacks / steps if cfg.agent.pointer and steps else None
+        if fallback_rate is not None:  # steps the pointer could not point: coordinates written
+            rollout["rollout/pointer_fallback_rate"] = fallback_rate
+        run_.log_metrics(rollout, step=round)
         explored = _explored_episodes(raw, round)
         if explored is not None:
             outcomes = [(t, families[t], finals[t]) for t in finals]
@@ -169,6 +183,8 @@ def run(
         **counts,
         "reused": False,
     }
+    if fallback_rate is not None:
+        manifest["pointer_fallback_rate"] = fallback_rate
     if report is not None:
         manifest["agreement"] = {
             "with": "oracle",

@@ -24,11 +24,13 @@ from distrl_tasks.data.shards import read_shards, write_shard
 from distrl_tasks.envs.adb_device import AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
+from distrl_tasks.protocol.ui_dump import elements_from_rows
 from distrl_tasks.runners.collector import collect_async, collect_sync
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.policies import RandomPolicy, ScriptedPolicy, random_vocabulary
 from distrl_tasks.runners.trajectory import TRUNCATED
 from distrl_tasks.stages import collect
+from distrl_tasks.stages.label import pointer_fallbacks
 from distrl_tasks.tasks.goal_farms import running_farm
 
 pytestmark = pytest.mark.integration
@@ -357,6 +359,30 @@ def test_shards_without_the_elements_column_still_read(tmp_path) -> None:
     back = read_shards(tmp_path / "old")
     assert back.column("screen_elements").null_count == back.num_rows == table.num_rows
     assert m["trajectories"] == 1
+
+
+def test_pointer_steps_store_the_elements_offered_in_shards(tmp_path) -> None:
+    cfg = small_cfg(devices=2)
+    agent = dataclasses.replace(cfg.agent, pointer=True, pointer_elements=5)
+    cfg = dataclasses.replace(cfg, agent=agent)
+    m = collect.run(
+        cfg,
+        collect.CollectRequest(
+            round=1, policy="scripted", out_dir=tmp_path, episodes_per_device=2, progress=False
+        ),
+    )
+    table = read_shards(tmp_path)
+    cells = [elements_from_rows(r) for r in table.column("elements").to_pylist()]
+    assert len(cells) == m["steps"] and all(1 <= len(c) <= 5 for c in cells)
+    assert pointer_fallbacks(table) == 0  # every simulated dump is readable
+    # the expert's taps mostly land on an offered element's centre
+    taps = [
+        (tuple(round(v, 4) for v in p), c)
+        for p, c in zip(table.column("touch_point").to_pylist(), cells, strict=True)
+        if p is not None
+    ]
+    assert taps and sum(p in {e.point for e in c} for p, c in taps) / len(taps) >= 0.5
+    assert table.column("screen_elements").null_count == table.num_rows  # prompts unchanged
 
 
 def test_steps_record_the_simulators_exact_state_as_their_key(tmp_path) -> None:

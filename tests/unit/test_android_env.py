@@ -14,6 +14,7 @@ from distrl_tasks.config import EnvConfig
 from distrl_tasks.envs.adb_device import AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv, horizon_for
 from distrl_tasks.protocol.actions import ActionType, format_action, key, swipe, tap, type_text
+from distrl_tasks.protocol.ui_dump import actionable_elements, goal_elements
 from distrl_tasks.runners.policies import ScriptedPolicy
 from distrl_tasks.tasks.goal_farms import running_farm
 
@@ -37,6 +38,36 @@ class RecordingDevice(AdbDevice):
     def swipe(self, x1, y1, x2, y2, duration_ms: int = 300) -> None:
         self.gestures.append(("swipe", round(x1), round(y1), round(x2), round(y2)))
         super().swipe(x1, y1, x2, y2, duration_ms)
+
+
+class DumpDevice(AdbDevice):
+    """The real ADB device whose view-hierarchy dump is ``dump`` instead (failed, malformed or
+    crowded dumps)."""
+
+    def __init__(self, *args, dump: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.dump = dump
+
+    def ui_xml(self) -> str:
+        return self.dump
+
+
+def crowded_dump(n: int = 300) -> str:
+    """A 1080x2400 screen of ``n`` clickable cells (one centre each): "Item i", except an
+    "Alarm" cell at 250, a "Clock alarm" cell at 280 and a text field at 10."""
+    cells = []
+    for i in range(n):
+        x1, y1 = (i % 10) * 108, (i // 10) * 80
+        label = {250: "Alarm", 280: "Clock alarm"}.get(i, f"Item {i}")
+        cls = "android.widget.EditText" if i == 10 else "android.widget.Button"
+        cells.append(
+            f'<node text="{label}" class="{cls}" clickable="true" '
+            f'bounds="[{x1},{y1}][{x1 + 108},{y1 + 80}]" />'
+        )
+    return (
+        '<hierarchy rotation="0"><node class="android.widget.FrameLayout" package="p" '
+        f'bounds="[0,0][1080,2400]">{"".join(cells)}</node></hierarchy>'
+    )
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +196,48 @@ def test_normalized_points_map_to_pixels_and_dual_point_splits_tap_and_swipe(env
 def test_reset_rejects_an_empty_goal(env) -> None:
     with pytest.raises(ValueError, match="goal"):
         env.reset("  ")
+
+
+def test_pointer_elements_are_the_goals_elements_of_the_dump(farm) -> None:
+    device = AdbDevice(farm.serials[1], farm.host, farm.port, timeout_s=10)
+    env = AndroidEnv(
+        device, SmallImageEncoder(), EnvConfig(), capture_ui_xml=False, pointer_elements=3
+    )
+    assert env.capture_ui_xml  # the pointer needs the dump
+    obs = env.reset(GOAL)
+    assert len(actionable_elements(obs.ui_xml)) > 3  # the home screen offers more: cut to 3
+    assert obs.elements == tuple(goal_elements(obs.ui_xml, GOAL, 3)) and len(obs.elements) == 3
+    assert obs.policy_input().elements == obs.elements
+    nxt = env.step(format_action(tap(*obs.elements[0].point))).observation
+    assert nxt.elements == tuple(goal_elements(nxt.ui_xml, GOAL, 3)) and nxt.elements
+    assert nxt.policy_input().elements == nxt.elements
+    # the pointer off: no elements, and the prompt is unchanged by it
+    plain = AndroidEnv(device, SmallImageEncoder(), EnvConfig()).reset(GOAL)
+    assert plain.elements == () and plain.policy_input().elements == ()
+    assert plain.prompt == obs.prompt
+
+
+@pytest.mark.parametrize("dump", ["", "<hierarchy", "not xml at all", '<hierarchy rotation="0"/>'])
+def test_an_unreadable_dump_gives_no_elements_and_the_episode_goes_on(farm, dump) -> None:
+    device = DumpDevice(farm.serials[1], farm.host, farm.port, timeout_s=10, dump=dump)
+    env = AndroidEnv(device, SmallImageEncoder(), EnvConfig(), pointer_elements=16)
+    obs = env.reset(GOAL)
+    assert obs.elements == () and obs.policy_input().elements == ()
+    res = env.step(HOME)
+    assert res.observation.elements == () and not res.done
+
+
+def test_a_crowded_dump_is_cut_to_k_by_the_goal_prior(farm) -> None:
+    xml = crowded_dump()
+    assert len(actionable_elements(xml)) == 300
+    # the goal's words first ("alarm"), then the text field, then document order
+    picked = goal_elements(xml, GOAL, 4)
+    assert [e.label for e in picked] == ["Item 0", "Item 10", "Alarm", "Clock alarm"]
+    assert picked[1].editable and picked[2].point == (0.85, 0.05)  # row 25, column 0
+    assert picked[2].size == (round(80 / 2400, 4), 0.1)
+    assert goal_elements(xml, GOAL, 4) == picked  # deterministic
+    device = DumpDevice(farm.serials[1], farm.host, farm.port, timeout_s=10, dump=xml)
+    env = AndroidEnv(device, SmallImageEncoder(), EnvConfig(), pointer_elements=16)
+    obs = env.reset(GOAL)
+    assert len(obs.elements) == 16 and obs.elements == tuple(goal_elements(xml, GOAL, 16))
+    assert {"Alarm", "Clock alarm", "Item 10"} <= {e.label for e in obs.elements}
