@@ -400,9 +400,9 @@ class AutoUIPolicy:
 
         A tap teaches the smallest element whose box holds its touch point, else "write"; a
         swipe teaches "write". Rows without elements, or whose action is not DUAL_POINT, teach
-        nothing; None when no row does (or the policy has no pointer).
+        nothing; None when no row does (or the model has no pointer head).
         """
-        if not self.pointer:
+        if self.model.pointer_head is None:
             return None
         targets = []
         for obs, text in zip(observations, actions, strict=True):

@@ -39,9 +39,12 @@ _ARCH_KEYS = (
     "copy_attention",
     "copy_match",
     "copy_span",
+    "pointer",
 )
 # keys that configs written before them lack, with the value that absence means
-_ARCH_DEFAULTS: dict[str, Any] = {"copy_span": False}
+_ARCH_DEFAULTS: dict[str, Any] = {"copy_span": False, "pointer": False}
+# optional heads: a card records them, and the code builds a model with or without them
+_OPTIONAL_KEYS = ("pointer",)
 
 
 class BaseCheckpointError(CheckpointError):
@@ -94,7 +97,11 @@ def check_card(directory: Path, card: dict[str, Any]) -> None:
     """Raise unless the card's model config is what :func:`tiny_t5_config` builds today."""
     recorded = recorded_model_config(card)
     today = card_model_config(tiny_t5_config(int(recorded.get("vocab_size") or 0) or 384))
-    wrong = {k: (recorded[k], v) for k, v in today.items() if recorded[k] != v}
+    wrong = {
+        k: (recorded[k], v)
+        for k, v in today.items()
+        if recorded[k] != v and k not in _OPTIONAL_KEYS
+    }
     if wrong:
         detail = ", ".join(f"{k}: card {a!r} vs code {b!r}" for k, (a, b) in wrong.items())
         raise BaseCheckpointError(

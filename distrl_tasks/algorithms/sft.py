@@ -117,7 +117,7 @@ class Demo:
 def pointer_loss(policy: Any, batch: Sequence[Demo]) -> torch.Tensor | None:
     """The pointer's cross-entropy on ``batch`` (:meth:`AutoUIPolicy.pointer_loss`), or None
     for a policy without a pointer (the VLM) or a batch that taps nothing it lists."""
-    if not getattr(policy, "pointer", False):
+    if getattr(getattr(policy, "model", None), "pointer_head", None) is None:
         return None
     return policy.pointer_loss([d.observation() for d in batch], [d.target for d in batch])
 

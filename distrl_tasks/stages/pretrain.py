@@ -198,6 +198,8 @@ def run(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(pc))
+        if pc.pointer:  # the base gets the tap-target pointer, trained on the demonstrations
+            model.add_pointer(seed)
         policy = AutoUIPolicy(model, tok, max_prompt_tokens=pc.max_prompt_tokens)
         policy.max_new_tokens = evaluate.MIN_SUBWORD_ACTION_TOKENS
         settings = SFTSettings(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from distrl_tasks.agents.shipped_base import CARD_FILE, load_base
 from distrl_tasks.config import Config
+from distrl_tasks.data.shards import read_shards
 from distrl_tasks.stages import pretrain
 from distrl_tasks.tasks.generators import HeldOut, normalise
 
@@ -64,3 +65,18 @@ def test_pretrain_writes_a_loadable_base_with_its_card(tmp_path: Path) -> None:
     # rerun: goal files and demonstrations are reused, so the corpus is the same
     again = pretrain.run(cfg, workdir=tmp_path, out=out, seed=1)
     assert again["corpus"]["sha256"] == card["corpus"]["sha256"]
+
+
+def test_pretrain_with_the_pointer_trains_and_ships_the_head(tmp_path: Path) -> None:
+    cfg = small_cfg()
+    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=True))
+    out = tmp_path / "base"
+    card = pretrain.run(cfg, workdir=tmp_path, out=out, seed=1, command="distrl pretrain test")
+    assert card["model_config"]["pointer"] is True
+    demos = read_shards(tmp_path / "runs" / "pretrain" / "demos" / "general")
+    listed = [e for e in demos["elements"].to_pylist() if e]
+    assert listed, "the corpus stores the elements each demonstration step offered"
+    loaded = load_base(str(out))
+    assert loaded is not None and loaded[0].pointer_head is not None
+    # the same base loads where the configuration leaves the pointer off (an optional head)
+    assert loaded[2]["model_config"]["pointer"] is True
