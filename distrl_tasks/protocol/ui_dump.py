@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from distrl_tasks.protocol.actions import format_action, tap
+from distrl_tasks.protocol.actions import ActionType, format_action, parse_action, tap
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 
@@ -218,6 +218,20 @@ def goal_elements(xml: str, goal: str, limit: int) -> list[Element]:
 def elements_text(elements: Sequence[Element]) -> str:
     """The elements as the prompt lists them: ``label [y, x]; label [y, x]``."""
     return "; ".join(e.spelling() for e in elements)
+
+
+def pointed_element(action: str, elements: Sequence[Element]) -> int | None:
+    """Index of the element whose centre ``action`` taps (the string a pointer writes when it
+    picks that element), or None: the action is no such tap or no element is listed."""
+    if not elements:
+        return None
+    parsed = parse_action(action)
+    if parsed.action_type is not ActionType.DUAL_POINT or parsed.touch_point != parsed.lift_point:
+        return None
+    for k, element in enumerate(elements):
+        if parsed.touch_point == element.point:
+            return k
+    return None
 
 
 def element_rows(elements: Sequence[Element]) -> list[dict]:

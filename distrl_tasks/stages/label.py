@@ -28,6 +28,7 @@ from distrl_tasks.data.shards import read_verified, verify_shards, write_shard
 from distrl_tasks.data.trajectories import discounted_returns, group_trajectories, observations
 from distrl_tasks.evaluators.agreement import AgreementReport, agreement
 from distrl_tasks.protocol.progress import progress_bar
+from distrl_tasks.protocol.ui_dump import elements_from_rows, pointed_element
 from distrl_tasks.runners.exploration import exploration_metrics, goal_family
 from distrl_tasks.stages import common
 
@@ -65,6 +66,31 @@ def pointer_fallbacks(table: pa.Table) -> int:
         return table.num_rows
     lengths = pc.list_value_length(table.column("elements")).fill_null(0)
     return int(pc.sum(pc.equal(lengths, 0)).as_py() or 0)
+
+
+def pointed_taps(table: pa.Table) -> tuple[int, int, set[str]]:
+    """Taps of ``table`` (DUAL_POINT steps that listed elements), those that tap a listed
+    element's centre (what pointing writes), and the trajectories with at least one of them:
+    the episodes that explored through the pointer."""
+    if "elements" not in table.column_names:
+        return 0, 0, set()
+    taps = hits = 0
+    episodes: set[str] = set()
+    rows = zip(
+        table.column("trajectory_id").to_pylist(),
+        table.column("action_type").to_pylist(),
+        table.column("action").to_pylist(),
+        table.column("elements").to_pylist(),
+        strict=True,
+    )
+    for tid, kind, action, listed in rows:
+        if kind != "DUAL_POINT" or not listed:
+            continue
+        taps += 1
+        if pointed_element(action, elements_from_rows(listed)) is not None:
+            hits += 1
+            episodes.add(tid)
+    return taps, hits, episodes
 
 
 def _evaluator(cfg: Config, api_key: str | None, workdir: str | os.PathLike):
@@ -105,12 +131,18 @@ def run(
     finals: dict[str, Any] = {}  # trajectory id -> its label (True/False, None: unlabeled)
     families: dict[str, str] = {}  # trajectory id -> its goal's family
     steps = fallbacks = 0  # the round's steps and those the pointer had no element for
+    taps = pointed = 0  # the round's taps on screens with elements, and those on a centre
+    pointing: set[str] = set()  # trajectories that pointed at least once
     written: list[str] = []
     bar = progress_bar(shards, desc=f"label r{round}", unit="shard", enabled=progress)
     with common.stage_run(cfg, workdir, round, "label") as run_, bar:
         for shard in bar:
             table = read_verified([shard])
             steps, fallbacks = steps + table.num_rows, fallbacks + pointer_fallbacks(table)
+            if cfg.agent.pointer:
+                shard_taps, shard_hits, shard_episodes = pointed_taps(table)
+                taps, pointed = taps + shard_taps, pointed + shard_hits
+                pointing |= shard_episodes
             trajectories = group_trajectories(table)
             pending = [t for t in trajectories if _needs_label(t)] if judge else []
             verdicts = (
@@ -166,8 +198,12 @@ def run(
         fallback_rate = fallbacks / steps if cfg.agent.pointer and steps else None
         if fallback_rate is not None:  # steps the pointer could not point: coordinates written
             rollout["rollout/pointer_fallback_rate"] = fallback_rate
+        if cfg.agent.pointer and taps:  # taps that went to an element's centre
+            rollout["rollout/pointer_tap_share"] = pointed / taps
         run_.log_metrics(rollout, step=round)
         explored = _explored_episodes(raw, round)
+        if cfg.agent.pointer:  # exploring through the pointer: the episodes that pointed
+            explored = (explored or set()) | pointing
         if explored is not None:
             outcomes = [(t, families[t], finals[t]) for t in finals]
             run_.log_metrics(exploration_metrics(outcomes, explored), step=round)

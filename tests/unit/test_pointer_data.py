@@ -23,9 +23,15 @@ from distrl_tasks.data.manifest import sha256_file
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.shards import read_shards, write_shard
 from distrl_tasks.data.trajectories import discounted_returns
-from distrl_tasks.protocol.ui_dump import Element, element_rows, elements_from_rows
+from distrl_tasks.protocol.actions import format_action, swipe, tap
+from distrl_tasks.protocol.ui_dump import (
+    Element,
+    element_rows,
+    elements_from_rows,
+    pointed_element,
+)
 from distrl_tasks.stages import common, label
-from distrl_tasks.stages.label import pointer_fallbacks
+from distrl_tasks.stages.label import pointed_taps, pointer_fallbacks
 
 DIM = 4
 GAMMA = Config().algorithm.gamma
@@ -200,3 +206,37 @@ def test_the_label_stage_logs_the_pointer_fallback_rate(tmp_path) -> None:
     logged = metrics[metrics["key"] == "rollout/pointer_fallback_rate"]
     assert logged[["round", "value"]].values.tolist() == [[1, pytest.approx(2 / 6)]]
     assert set(metrics[metrics["key"] == "rollout/trajectories"]["round"]) == {1, 2}
+
+
+def _tap(element: Element) -> str:
+    return format_action(tap(*element.point))
+
+
+def test_pointed_taps_are_the_taps_on_a_listed_centre() -> None:
+    rows = trajectory("p", [ELEMENTS, ELEMENTS, (ALARM,)]) + trajectory("w", [ELEMENTS])
+    actions = [_tap(ALARM), format_action(tap(0.5, 0.5)), format_action(tap(0.5, 0.5)),
+               _tap(SEARCH)]  # fmt: skip
+    for row, action in zip(rows, actions, strict=True):
+        row["action"], row["action_type"] = action, "DUAL_POINT"
+    rows[2]["elements"] = None  # a tap with no elements listed is no tap the pointer saw
+    table = S.validate_table(S.table_from_rows(rows, DIM), DIM)
+    taps, hits, episodes = pointed_taps(table)
+    assert (taps, hits, episodes) == (3, 2, {"p", "w"})
+    assert pointed_element(_tap(ICON), ELEMENTS) == 2
+    assert pointed_element(format_action(swipe(*ALARM.point, 0.1, 0.1)), ELEMENTS) is None
+    assert pointed_element(_tap(ALARM), ()) is None
+
+
+def test_the_label_stage_reports_pointing_and_its_success_per_family(tmp_path) -> None:
+    on = dataclasses.replace(Config(), agent=dataclasses.replace(Config().agent, pointer=True))
+    rows = trajectory("p", [ELEMENTS, ELEMENTS]) + trajectory("w", [ELEMENTS])
+    for row, action in zip(rows, [_tap(ALARM), _tap(SEARCH), format_action(tap(0.5, 0.5))],
+                           strict=True):  # fmt: skip
+        row["action"], row["action_type"] = action, "DUAL_POINT"
+    write_shard(rows, common.raw_dir(on, tmp_path), round=1, feature_dim=DIM)
+    label.run(on, round=1, workdir=tmp_path)
+    metrics = load_metrics(on, tmp_path)
+    value = dict(zip(metrics["key"], metrics["value"], strict=True))
+    assert value["rollout/pointer_tap_share"] == pytest.approx(2 / 3)
+    assert value["rollout/explore_episode_share"] == pytest.approx(1 / 2)  # "p" pointed
+    assert value["rollout/explore_success/set_alarm"] == 1.0
