@@ -115,7 +115,13 @@ def _pointing_policy(model, tokenizer, decoder: str) -> AutoUIPolicy:
     torch.nn.init.zeros_(model.pointer_head.write.bias)  # point often, so both branches occur
     grammar = grammar_for(tokenizer, model.vocab_size)
     return AutoUIPolicy(
-        model, tokenizer, temperature=1.0, max_new_tokens=400, grammar=grammar, decoder=decoder
+        model,
+        tokenizer,
+        temperature=1.0,
+        max_new_tokens=400,
+        grammar=grammar,
+        decoder=decoder,
+        goal_typing=True,  # the pointer works beside the typing rule
     )
 
 
