@@ -368,19 +368,8 @@ class AutoUIPolicy:
                 generate (its log-prob would be -inf), or, constrained, an action outside the
                 grammar.
         """
-        if len(actions) != len(observations):
-            raise ValueError(f"{len(observations)} observations but {len(actions)} actions")
         t = self._temperature(temperature)
-        targets = []
-        for i, text in enumerate(actions):
-            ids = self._action_ids(text, constrained)
-            bad = [j for j in ids if j >= self.model.vocab_size or not self._allowed_cpu[j]]
-            if bad:
-                raise ValueError(
-                    f"action {i} contains tokens the policy cannot generate ({bad[:3]}, e.g. "
-                    f"non-ASCII text for the byte tokenizer): {text[:80]!r}"
-                )
-            targets.append(ids)
+        targets = self._scored_targets(observations, actions, constrained)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
         prompts = self._prompts(observations, constrained)
@@ -392,15 +381,49 @@ class AutoUIPolicy:
             choice_lp=choice_lp, texts=actions, elements=[o.elements for o in observations],
         )  # fmt: skip
 
-    def pointer_loss(
+    def _scored_targets(
+        self, observations: Sequence[Observation], actions: Sequence[str], constrained: bool
+    ) -> list[list[int]]:
+        """The decoder targets :meth:`score` teacher-forces (checked: see its Raises)."""
+        if len(actions) != len(observations):
+            raise ValueError(f"{len(observations)} observations but {len(actions)} actions")
+        targets = []
+        for i, text in enumerate(actions):
+            ids = self._action_ids(text, constrained)
+            bad = [j for j in ids if j >= self.model.vocab_size or not self._allowed_cpu[j]]
+            if bad:
+                raise ValueError(
+                    f"action {i} contains tokens the policy cannot generate ({bad[:3]}, e.g. "
+                    f"non-ASCII text for the byte tokenizer): {text[:80]!r}"
+                )
+            targets.append(ids)
+        return targets
+
+    def supervised_terms(
         self, observations: Sequence[Observation], actions: Sequence[str]
+    ) -> tuple[Scores, torch.Tensor | None]:
+        """What supervised training minimises, from one encoder pass: the free (unconstrained)
+        teacher-forced scores of ``actions`` and the pointer's loss (:meth:`pointer_loss`)."""
+        targets = self._scored_targets(observations, actions, constrained=False)
+        ids, mask, feats = self._encoder_inputs(observations)
+        states = self.model.encode(ids, mask, feats)
+        scores = self._score_ids(ids, states, mask, targets, self.temperature, False)
+        return scores, self.pointer_loss(observations, actions, encoded=(states, mask))
+
+    def pointer_loss(
+        self,
+        observations: Sequence[Observation],
+        actions: Sequence[str],
+        *,
+        encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor | None:
         """Mean cross-entropy of the pointer's choice on demonstrated taps (supervised training;
         the string's own loss does not reach the pointer).
 
         A tap teaches the smallest element whose box holds its touch point, else "write"; a
         swipe teaches "write". Rows without elements, or whose action is not DUAL_POINT, teach
-        nothing; None when no row does (or the model has no pointer head).
+        nothing; None when no row does (or the model has no pointer head). ``encoded``: the
+        rows' encoder states and prompt mask, when the caller has them.
         """
         if self.model.pointer_head is None:
             return None
@@ -415,8 +438,10 @@ class AutoUIPolicy:
                 targets.append(len(obs.elements))
         if all(t is None for t in targets):
             return None
-        ids, mask, feats = self._encoder_inputs(observations)
-        states = self.model.encode(ids, mask, feats)
+        if encoded is None:
+            ids, mask, feats = self._encoder_inputs(observations)
+            encoded = (self.model.encode(ids, mask, feats), mask)
+        states, mask = encoded
         inputs = pointer_inputs(
             self.tokenizer.encode, [o.elements for o in observations], self.device
         )

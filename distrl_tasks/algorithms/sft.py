@@ -114,12 +114,9 @@ class Demo:
         return Observation(self.prompt, self.image_features, self.screenshot_png, self.elements)
 
 
-def pointer_loss(policy: Any, batch: Sequence[Demo]) -> torch.Tensor | None:
-    """The pointer's cross-entropy on ``batch`` (:meth:`AutoUIPolicy.pointer_loss`), or None
-    for a policy without a pointer (the VLM) or a batch that taps nothing it lists."""
-    if getattr(getattr(policy, "model", None), "pointer_head", None) is None:
-        return None
-    return policy.pointer_loss([d.observation() for d in batch], [d.target for d in batch])
+def has_pointer(policy: Any) -> bool:
+    """Whether ``policy``'s model has the tap-target pointer (the VLM has none)."""
+    return getattr(getattr(policy, "model", None), "pointer_head", None) is not None
 
 
 @dataclass(frozen=True)
@@ -345,12 +342,13 @@ def train_sft(
             scale = lr_scale(step, settings.steps, settings.warmup_steps, settings.lr_floor)
         for group in optimizer.param_groups:
             group["lr"] = settings.lr * scale * rate
-        scores = policy.score(
-            [d.observation() for d in batch], [d.target for d in batch], constrained=False
-        )
+        observations, targets = [d.observation() for d in batch], [d.target for d in batch]
+        if has_pointer(policy):  # the pointer learns which element the demonstration tapped
+            scores, pointing = policy.supervised_terms(observations, targets)
+        else:
+            scores, pointing = policy.score(observations, targets, constrained=False), None
         loss = -scores.token_log_probs.sum() / scores.lengths.sum()
-        pointing = pointer_loss(policy, batch)
-        if pointing is not None:  # the pointer learns which element the demonstration tapped
+        if pointing is not None:
             loss = loss + pointing
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

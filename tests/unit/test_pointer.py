@@ -204,3 +204,14 @@ def test_pointer_loss_teaches_the_tapped_element_and_write_for_swipes() -> None:
     want = -(logp[0, 1] + logp[1, 2] + logp[2, 2]) / 3
     torch.testing.assert_close(loss, want)
     assert policy.pointer_loss(obs, [format_action(key(ActionType.PRESS_HOME))] * 3) is None
+
+
+def test_supervised_terms_are_the_free_scores_and_the_pointer_loss_from_one_pass() -> None:
+    model, tokenizer = _tiny()
+    policy = _pointing_policy(model, tokenizer, "fast")
+    obs = _observations(4, model.image_dim)
+    actions = [format_action(tap(0.71, 0.31)), format_action(key(ActionType.PRESS_HOME))] * 2
+    scores, pointing = policy.supervised_terms(obs, actions)
+    free = policy.score(obs, actions, constrained=False)
+    torch.testing.assert_close(scores.token_log_probs, free.token_log_probs)
+    torch.testing.assert_close(pointing, policy.pointer_loss(obs, actions))
