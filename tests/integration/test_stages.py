@@ -15,15 +15,19 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
 from fakes.gemini_server import FakeGemini, failure, rate_limited, success
 
+from distrl_tasks.agents.checkpoint import load_checkpoint
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.cli.main import main
 from distrl_tasks.config import Config, config_from_dict
+from distrl_tasks.protocol.observation import Observation
+from distrl_tasks.protocol.ui_dump import elements_from_rows
 from distrl_tasks.stages import collect, common, farm, label, register, train, version
 
 pytestmark = pytest.mark.integration
@@ -336,3 +340,31 @@ def test_gemini_labeling_retries_and_never_counts_missing_verdicts_as_failures(
         kinds = [r.kinds for r in fake.requests]
         assert len(kinds) == 3  # one 429 retried, then the two verdicts
         assert label.run(gem, round=1, workdir=project)["reused"]
+
+
+def test_a_round_with_the_pointer_stores_elements_and_the_learner_scores_what_acted(
+    project,
+) -> None:
+    """``agent.pointer`` through collect → label → version → train: each step's elements are in
+    the shards, the stored behaviour log-probs are what the policy gives those rows (elements
+    included), and the trained checkpoint keeps the head."""
+    cfg = tiny_cfg(agent={"pointer": True, "temperature": 3.0})  # a fresh model taps at 3
+    register_initial_policy(cfg, project)
+    c = collect.run(cfg, collect.CollectRequest(round=1, progress=False), workdir=project)
+    rows = pq.read_table(c["shards"][0]).to_pylist()
+    assert all(r["elements"] for r in rows), "the simulator's dumps list elements at every step"
+    policy = build_policy(cfg.agent, checkpoint_dir=project / "runs" / "initial-policy")
+    observations = [
+        Observation(r["prompt"], np.asarray(r["image_features"], dtype=np.float32), None,
+                    elements_from_rows(r["elements"]))
+        for r in rows
+    ]  # fmt: skip
+    learner = policy.log_prob(observations, [r["action"] for r in rows])
+    stored = torch.tensor([r["behavior_log_prob"] for r in rows])
+    torch.testing.assert_close(learner, stored, atol=2e-3, rtol=1e-4)
+    label.run(cfg, round=1, workdir=project)
+    ver = version.run(cfg, round=1, workdir=project)
+    tr = train.run(cfg, round=1, data_version=ver["data_version"], workdir=project)
+    assert tr["policy_version"] == 1 and "losses/policy" in tr["metrics"]
+    trained, _ = load_checkpoint(common.resolve(project, tr["checkpoint_dir"]))
+    assert trained.pointer_head is not None
