@@ -32,7 +32,7 @@ that starts writing coordinates nearly always (:data:`WRITE_PRIOR`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -71,7 +71,7 @@ class PointerInputs:
 
 
 def pointer_inputs(
-    encode: callable,  # type: ignore[valid-type]
+    encode: Callable[[str], Sequence[int]],
     rows: Sequence[Sequence[Element]],
     device: torch.device | str,
 ) -> PointerInputs:
