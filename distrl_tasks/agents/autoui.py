@@ -179,12 +179,20 @@ class AutoUIModel(nn.Module):
         self.config.pointer = True
 
     def choice_logits(
-        self, states: torch.Tensor, attention_mask: torch.Tensor, inputs: PointerInputs
+        self,
+        states: torch.Tensor,
+        attention_mask: torch.Tensor,
+        inputs: PointerInputs,
+        *,
+        detach_base: bool = False,
     ) -> torch.Tensor:
-        """``[B, K + 1]`` pointer logits (:class:`.pointer.PointerHead`), "write" last."""
+        """``[B, K + 1]`` pointer logits (:class:`.pointer.PointerHead`), "write" last;
+        ``detach_base``: gradients of these logits reach the head alone."""
         if self.pointer_head is None:
             raise ValueError("this model has no pointer head (agent.pointer: false when built)")
-        return self.pointer_head(self.shared, states, attention_mask, inputs)
+        return self.pointer_head(
+            self.shared, states, attention_mask, inputs, detach_base=detach_base
+        )
 
     def set_piece_kinds(self, kinds: torch.Tensor) -> None:
         """Record the start kind of every vocabulary id (:func:`~.copy_match.piece_kinds`);

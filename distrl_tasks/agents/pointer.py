@@ -117,6 +117,8 @@ class PointerHead(nn.Module):
         states: torch.Tensor,
         attention_mask: torch.Tensor,
         inputs: PointerInputs,
+        *,
+        detach_base: bool = False,
     ) -> torch.Tensor:
         """Logits of each row's choices; absent elements get ``-inf``.
 
@@ -125,13 +127,20 @@ class PointerHead(nn.Module):
             states: ``[B, L, d]`` fused prompt states.
             attention_mask: ``[B, L]`` prompt mask.
             inputs: the rows' elements (:func:`pointer_inputs`).
+            detach_base: read ``states`` and the label embeddings without their gradient, so a
+                loss on these logits trains the head alone (supervised training).
         """
+        if detach_base:
+            states = states.detach()
         prompt = attention_mask.to(states.dtype)
         pooled = (states * prompt[..., None]).sum(1) / prompt.sum(1, keepdim=True).clamp(min=1)
         write = self.write(pooled)  # [B, 1]
         if inputs.width == 0:
             return write
-        labels = embed(inputs.label_ids) * inputs.label_mask[..., None].to(states.dtype)
+        labels = embed(inputs.label_ids)
+        if detach_base:
+            labels = labels.detach()
+        labels = labels * inputs.label_mask[..., None].to(states.dtype)
         count = inputs.label_mask.sum(-1, keepdim=True).clamp(min=1).to(states.dtype)
         elements = self.element_norm(labels.sum(2) / count + self.geometry(inputs.geometry))
         att = self.query(elements) @ states.transpose(1, 2) / math.sqrt(self.d_model)  # [B,K,L]

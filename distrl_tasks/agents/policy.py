@@ -403,12 +403,18 @@ class AutoUIPolicy:
         self, observations: Sequence[Observation], actions: Sequence[str]
     ) -> tuple[Scores, torch.Tensor | None]:
         """What supervised training minimises, from one encoder pass: the free (unconstrained)
-        teacher-forced scores of ``actions`` and the pointer's loss (:meth:`pointer_loss`)."""
+        teacher-forced scores of ``actions`` and the pointer's loss (:meth:`pointer_loss`),
+        whose gradient reaches the pointer head alone: the token model learns as it would
+        without the head (sharing it, the pointer's gradient outweighed the tokens' and
+        slowed them; benchmarks/results/2026-11-29-pointer-head-apart.md)."""
         targets = self._scored_targets(observations, actions, constrained=False)
         ids, mask, feats = self._encoder_inputs(observations)
         states = self.model.encode(ids, mask, feats)
         scores = self._score_ids(ids, states, mask, targets, self.temperature, False)
-        return scores, self.pointer_loss(observations, actions, encoded=(states, mask))
+        pointing = self.pointer_loss(
+            observations, actions, encoded=(states, mask), detach_base=True
+        )
+        return scores, pointing
 
     def pointer_loss(
         self,
@@ -416,6 +422,7 @@ class AutoUIPolicy:
         actions: Sequence[str],
         *,
         encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
+        detach_base: bool = False,
     ) -> torch.Tensor | None:
         """Mean cross-entropy of the pointer's choice on demonstrated taps (supervised training;
         the string's own loss does not reach the pointer).
@@ -423,7 +430,8 @@ class AutoUIPolicy:
         A tap teaches the smallest element whose box holds its touch point, else "write"; a
         swipe teaches "write". Rows without elements, or whose action is not DUAL_POINT, teach
         nothing; None when no row does (or the model has no pointer head). ``encoded``: the
-        rows' encoder states and prompt mask, when the caller has them.
+        rows' encoder states and prompt mask, when the caller has them. ``detach_base``: the
+        loss trains the head alone, not the encoder or the token embeddings it reads.
         """
         if self.model.pointer_head is None:
             return None
@@ -445,7 +453,8 @@ class AutoUIPolicy:
         inputs = pointer_inputs(
             self.tokenizer.encode, [o.elements for o in observations], self.device
         )
-        logp = torch.log_softmax(self.model.choice_logits(states, mask, inputs).float(), -1)
+        logits = self.model.choice_logits(states, mask, inputs, detach_base=detach_base)
+        logp = torch.log_softmax(logits.float(), -1)
         write = logp.shape[1] - 1
         rows, picks = [], []
         for row, (obs, target) in enumerate(zip(observations, targets, strict=True)):

@@ -275,6 +275,13 @@ def train_sft(
         heldout = [heldout[i] for i in sorted(pick.tolist())]
     params = [p for p in policy.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
+    # the pointer head's gradient is clipped on its own: its loss reaches nothing else
+    # (AutoUIPolicy.supervised_terms), and a shared clip would let it scale the tokens' steps
+    head = policy.model.pointer_head if has_pointer(policy) else None
+    in_head = {id(p) for p in head.parameters()} if head is not None else set()
+    clip_groups = [g for g in (
+        [p for p in params if id(p) not in in_head], [p for p in params if id(p) in in_head]
+    ) if g]  # fmt: skip
     result, order, window = SFTResult(), [], []
     best: dict[str, torch.Tensor] | None = None
     # best_loss: the lowest measured (its weights are kept); ref_loss: the last measurement that
@@ -352,7 +359,8 @@ def train_sft(
             loss = loss + pointing
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+        for group in clip_groups:
+            torch.nn.utils.clip_grad_norm_(group, settings.max_grad_norm)
         optimizer.step()
         window.append(loss.item())
         result.steps += 1

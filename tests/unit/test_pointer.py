@@ -215,3 +215,36 @@ def test_supervised_terms_are_the_free_scores_and_the_pointer_loss_from_one_pass
     free = policy.score(obs, actions, constrained=False)
     torch.testing.assert_close(scores.token_log_probs, free.token_log_probs)
     torch.testing.assert_close(pointing, policy.pointer_loss(obs, actions))
+
+
+def test_supervised_training_teaches_the_head_and_leaves_the_token_model_as_without_it() -> None:
+    """The pointer's loss reaches the head alone and its gradient is clipped on its own, so SFT
+    with a head moves every other weight exactly as SFT without one (same seed and batches)."""
+    from distrl_tasks.algorithms.sft import Demo, SFTSettings, train_sft
+
+    rng = np.random.default_rng(1)
+    demos = [
+        Demo(
+            format_prompt(["open settings", "turn on wifi"][i % 2]),
+            rng.standard_normal(64).astype(np.float32),
+            format_action(tap(0.71, 0.31) if i % 2 else key(ActionType.PRESS_HOME)),
+            "x",
+            elements=ELEMENTS,
+        )
+        for i in range(8)
+    ]
+    settings = SFTSettings(steps=6, batch_size=4, lr=3e-3, warmup_steps=1)
+    plain, tokenizer = _tiny()
+    pointing, _ = _tiny()
+    pointing.add_pointer(0)
+    head_before = [p.detach().clone() for p in pointing.pointer_head.parameters()]
+    for model in (plain, pointing):
+        train_sft(AutoUIPolicy(model, tokenizer, max_new_tokens=24), demos, settings, seed=2)
+    shared = pointing.state_dict()
+    for name, value in plain.state_dict().items():
+        torch.testing.assert_close(shared[name], value, msg=name)
+    moved = [
+        not torch.equal(a, b)
+        for a, b in zip(head_before, pointing.pointer_head.parameters(), strict=True)
+    ]
+    assert all(moved)
