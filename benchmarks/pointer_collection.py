@@ -20,16 +20,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
-import tempfile
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import torch
+from policy_collection import collect_arms
 
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.agents.shipped_base import SHIPPED_DIR
 from distrl_tasks.config import load_config
-from distrl_tasks.stages import collect
 
 
 def _prompt_chars(shards: list[str]) -> float:
@@ -49,44 +47,17 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cfg = load_config(args.config)
-    arms = {
-        "coordinates": dataclasses.replace(
-            cfg, agent=dataclasses.replace(cfg.agent, pointer=False)
-        ),
-        "pointer": dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=True)),
-    }
-    rates: dict[str, list[float]] = {name: [] for name in arms}
-    prompts: dict[str, list[float]] = {name: [] for name in arms}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            order = list(arms) if r % 2 == 0 else list(reversed(arms))
-            for name in order:
-                arm = arms[name]
-                policy = build_policy(arm.agent, checkpoint_dir=args.checkpoint)
-                policy.model.eval()
-                out = collect.run(
-                    arm,
-                    collect.CollectRequest(
-                        round=r + 1,
-                        policy=policy,
-                        out_dir=Path(tmp) / f"{name}-{r}",
-                        episodes_per_device=args.episodes,
-                        progress=False,
-                    ),
-                    workdir=tmp,
-                )
-                rates[name].append(float(out["steps_per_s"]))
-                prompts[name].append(_prompt_chars(list(out["shards"])))
-                print(
-                    f"round {r + 1} {name:11s}: {out['steps']} steps, {out['trajectories']} "
-                    f"trajectories, {out['steps_per_s']:.2f} steps/s, success "
-                    f"{out['success_rate']:.2f}, prompt {prompts[name][-1]:.0f} chars",
-                    flush=True,
-                )
-    for name, values in rates.items():
+    arms = {}
+    for name, pointer in (("coordinates", False), ("pointer", True)):
+        arm = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=pointer))
+        arms[name] = (arm, lambda a=arm: build_policy(a.agent, checkpoint_dir=args.checkpoint))
+    outs = collect_arms(arms, args.rounds, args.episodes, alternate=True)
+    rates = {name: [float(o["steps_per_s"]) for o in runs] for name, runs in outs.items()}
+    for name, runs in outs.items():
+        prompt = statistics.mean(_prompt_chars(list(o["shards"])) for o in runs)
         print(
-            f"{name:11s}: mean {statistics.mean(values):.2f} steps/s over {len(values)} runs, "
-            f"prompt {statistics.mean(prompts[name]):.0f} chars"
+            f"{name:11s}: mean {statistics.mean(rates[name]):.2f} steps/s over "
+            f"{len(runs)} runs, prompt {prompt:.0f} chars"
         )
     ratio = statistics.mean(rates["pointer"]) / statistics.mean(rates["coordinates"])
     print(f"pointer / coordinates: {ratio:.2f}x steps/s")

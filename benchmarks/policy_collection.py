@@ -20,13 +20,58 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from distrl_tasks.agents.policy import build_policy
-from distrl_tasks.config import load_config
+from distrl_tasks.config import Config, load_config
 from distrl_tasks.stages import collect
+
+# an arm: the config its collect stage runs with and how to build its policy
+Arm = tuple[Config, Callable[[], Any]]
+
+
+def collect_arms(
+    arms: Mapping[str, Arm], rounds: int, episodes: int | None, alternate: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    """Run the collect stage once per arm per round on the same goals (the round number
+    decides them), each into a fresh shard directory, and return each arm's stage outputs.
+
+    ``alternate`` reverses the arms' order every other round, so a neighbour's load falls on
+    all of them. One line per run is printed as it ends.
+    """
+    outs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            order = list(arms)
+            if alternate and r % 2:
+                order.reverse()
+            for name in order:
+                cfg, make_policy = arms[name]
+                policy = make_policy()
+                policy.model.eval()
+                out = collect.run(
+                    cfg,
+                    collect.CollectRequest(
+                        round=r + 1,
+                        policy=policy,
+                        out_dir=Path(tmp) / f"{name}-{r}",
+                        episodes_per_device=episodes,
+                        progress=False,
+                    ),
+                    workdir=tmp,
+                )
+                outs[name].append(out)
+                print(
+                    f"round {r + 1} {name:11s}: {out['steps']} steps, {out['trajectories']} "
+                    f"trajectories, {out['steps_per_s']:.2f} steps/s, success "
+                    f"{out['success_rate']:.2f}",
+                    flush=True,
+                )
+    return outs
 
 
 def main() -> None:
@@ -39,31 +84,15 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cfg = load_config(args.config)
-    rates: dict[str, list[float]] = {"reference": [], "fast": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for decoder in rates:
-                policy = build_policy(cfg.agent, checkpoint_dir=args.checkpoint, decoder=decoder)
-                policy.model.eval()
-                out = collect.run(
-                    cfg,
-                    collect.CollectRequest(
-                        round=r + 1,
-                        policy=policy,
-                        out_dir=Path(tmp) / f"{decoder}-{r}",
-                        episodes_per_device=args.episodes,
-                        progress=False,
-                    ),
-                    workdir=tmp,
-                )
-                rates[decoder].append(float(out["steps_per_s"]))
-                print(
-                    f"round {r + 1} {decoder:9s}: {out['steps']} steps, {out['trajectories']} "
-                    f"trajectories, {out['steps_per_s']:.2f} steps/s, success "
-                    f"{out['success_rate']:.2f}",
-                    flush=True,
-                )
-    for decoder, values in rates.items():
+    arms = {
+        decoder: (
+            cfg,
+            lambda d=decoder: build_policy(cfg.agent, checkpoint_dir=args.checkpoint, decoder=d),
+        )
+        for decoder in ("reference", "fast")
+    }
+    for decoder, outs in collect_arms(arms, args.rounds, args.episodes).items():
+        values = [float(o["steps_per_s"]) for o in outs]
         print(f"{decoder:9s}: mean {statistics.mean(values):.2f} steps/s over {len(values)} runs")
 
 
