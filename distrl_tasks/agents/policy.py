@@ -448,7 +448,8 @@ class AutoUIPolicy:
             return None
         if encoded is None:
             ids, mask, feats = self._encoder_inputs(observations)
-            encoded = (self.model.encode(ids, mask, feats), mask)
+            with torch.set_grad_enabled(torch.is_grad_enabled() and not detach_base):
+                encoded = (self.model.encode(ids, mask, feats), mask)
         states, mask = encoded
         inputs = pointer_inputs(
             self.tokenizer.encode, [o.elements for o in observations], self.device

@@ -37,7 +37,7 @@ import torch
 
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.algorithms import train_state as ts
-from distrl_tasks.protocol.actions import format_action, parse_action
+from distrl_tasks.protocol.actions import ActionType, format_action, parse_action
 from distrl_tasks.protocol.files import atomic_directory
 from distrl_tasks.protocol.observation import Observation, format_prompt
 from distrl_tasks.protocol.ui_dump import Element, elements_from_rows
@@ -210,6 +210,30 @@ def heldout_loss(policy: AutoUIPolicy, demos: Sequence[Demo], batch_size: int = 
     return total / max(tokens, 1.0)
 
 
+def teaches_pointer(demo: Demo) -> bool:
+    """Whether ``demo`` teaches the pointer: a DUAL_POINT action on a screen with elements."""
+    return bool(demo.elements) and parse_action(demo.target).action_type is ActionType.DUAL_POINT
+
+
+def heldout_pointer_loss(
+    policy: AutoUIPolicy, demos: Sequence[Demo], batch_size: int = 32
+) -> float:
+    """Mean cross-entropy of the pointer's choice over ``demos`` that teach it (no gradient)."""
+    taught = [d for d in demos if teaches_pointer(d)]
+    if not taught:
+        raise ValueError("heldout_pointer_loss needs a demonstrated tap or swipe with elements")
+    was_training = policy.model.training
+    policy.model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for i in range(0, len(taught), batch_size):
+            batch = taught[i : i + batch_size]
+            loss = policy.pointer_loss([d.observation() for d in batch], [d.target for d in batch])
+            total += float(loss) * len(batch)  # type: ignore[arg-type]  # every row teaches
+    policy.model.train(was_training)
+    return total / len(taught)
+
+
 STATE_JSON = "sft_state.json"
 
 
@@ -251,6 +275,7 @@ def train_sft(
     callback: Callable[[int, float, float], None] | None = None,
     heldout: Sequence[Demo] = (),
     state_dir: str | Path | None = None,
+    pointer_only: bool = False,
 ) -> SFTResult:
     """Teacher-forced maximum likelihood of the demo actions (mean NLL per target token).
 
@@ -263,7 +288,16 @@ def train_sft(
     ends (``settings.time_budget_s``); calling again with the same arguments resumes from it,
     so a run of hours can go in parts (a run that reached its step ceiling goes on when called
     with a higher one). ``result.stopped`` says why this call ended.
+
+    ``pointer_only`` fits the pointer head alone onto the frozen model (a base gaining the head):
+    only the demos that teach it train it, its cross-entropy is the loss, the held-out one
+    decides the plateau, and every other weight stays as it was.
     """
+    if pointer_only:
+        if not has_pointer(policy):
+            raise ValueError("train_sft(pointer_only=True) needs a model with a pointer head")
+        demos = [d for d in demos if teaches_pointer(d)]
+        heldout = [d for d in heldout if teaches_pointer(d)]
     if not demos:
         raise ValueError("train_sft needs at least one demonstration")
     plateau = settings.eval_every > 0 and len(heldout) > 0
@@ -274,6 +308,8 @@ def train_sft(
         )
         heldout = [heldout[i] for i in sorted(pick.tolist())]
     params = [p for p in policy.model.parameters() if p.requires_grad]
+    if pointer_only:
+        params = [p for p in policy.model.pointer_head.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     # the pointer head's gradient is clipped on its own: its loss reaches nothing else
     # (AutoUIPolicy.supervised_terms), and a shared clip would let it scale the tokens' steps
@@ -326,7 +362,7 @@ def train_sft(
         })  # fmt: skip
 
     start = time.perf_counter()
-    policy.model.train()
+    policy.model.train(not pointer_only)  # a frozen model runs as it acts (no dropout)
     result.stopped = "steps"
     for step in range(result.steps, settings.steps):
         if plateau and stale >= settings.patience:  # resumed on a plateau with cuts left
@@ -350,13 +386,16 @@ def train_sft(
         for group in optimizer.param_groups:
             group["lr"] = settings.lr * scale * rate
         observations, targets = [d.observation() for d in batch], [d.target for d in batch]
-        if has_pointer(policy):  # the pointer learns which element the demonstration tapped
+        if pointer_only:
+            loss = policy.pointer_loss(observations, targets, detach_base=True)
+        elif has_pointer(policy):  # the pointer learns which element the demonstration tapped
             scores, pointing = policy.supervised_terms(observations, targets)
+            loss = -scores.token_log_probs.sum() / scores.lengths.sum()
+            loss = loss + pointing if pointing is not None else loss
         else:
-            scores, pointing = policy.score(observations, targets, constrained=False), None
-        loss = -scores.token_log_probs.sum() / scores.lengths.sum()
-        if pointing is not None:
-            loss = loss + pointing
+            scores = policy.score(observations, targets, constrained=False)
+            loss = -scores.token_log_probs.sum() / scores.lengths.sum()
+        assert loss is not None  # pointer_only keeps only demos that teach the pointer
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         for group in clip_groups:
@@ -371,7 +410,8 @@ def train_sft(
             if callback is not None:
                 callback(result.steps, result.losses[-1], time.perf_counter() - start)
         if plateau and result.steps % settings.eval_every == 0:
-            value = heldout_loss(policy, heldout)
+            measure = heldout_pointer_loss if pointer_only else heldout_loss
+            value = measure(policy, heldout)
             result.heldout.append((result.steps, value))
             if value < best_loss:
                 best_loss, result.best_step = value, result.steps

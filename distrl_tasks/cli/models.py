@@ -26,6 +26,12 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         "--out", help="checkpoint directory to write (default <workdir>/runs/pretrain/base)"
     )
     p.add_argument("--seed", type=int, default=0, help="seeds goals, initialisation and batches")
+    p.add_argument(
+        "--onto",
+        metavar="BASE",
+        help="fit only the tap-target pointer onto this base (a directory or 'shipped'; its "
+        "weights unchanged; needs --set agent.pointer=true)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_config_flags(p)
     p.set_defaults(func=_cmd_pretrain)
@@ -65,14 +71,17 @@ def _cmd_pretrain(args: argparse.Namespace) -> int:
 
     cfg = config_from(args)
     command = "distrl " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    card = pretrain.run(
-        cfg,
-        workdir=args.workdir,
-        out=args.out,
-        seed=args.seed,
-        command=command,
-        progress=not args.no_progress,
-    )
+    where = {
+        "workdir": args.workdir,
+        "out": args.out,
+        "seed": args.seed,
+        "command": command,
+        "progress": not args.no_progress,
+    }
+    if args.onto is None:
+        card = pretrain.run(cfg, **where)
+    else:
+        card = pretrain.run_onto(cfg, args.onto, **where)
     print(json.dumps(card, sort_keys=True, default=str))
     return 0
 

@@ -15,6 +15,10 @@ builds the equivalent for the tiny policy:
    head with match bias, :mod:`distrl_tasks.agents.autoui`) with the SFT loop until the held-out
    demonstrations' loss plateaus (``agent.pretrain.eval_every`` / ``patience``; the
    best measured weights are kept);
+   With ``agent.pointer``, the tap-target pointer's head is then fitted onto the finished model
+   (:func:`fit_pointer`: the head alone, to the plateau of its held-out cross-entropy), so the
+   token model is the one a base without the pointer gets; :func:`run_onto` fits it onto an
+   existing base (``distrl pretrain --onto``);
 4. measures it on every held-out goal (success overall and per family, typed-query match) and
    saves the checkpoint with a model card (:mod:`distrl_tasks.agents.shipped_base`) to the output
    directory, atomically.
@@ -41,7 +45,7 @@ import torch
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
 from distrl_tasks.agents.image_encoders import image_feature_dim
 from distrl_tasks.agents.policy import AutoUIPolicy
-from distrl_tasks.agents.shipped_base import CARD_FILE, REBUILD, card_model_config
+from distrl_tasks.agents.shipped_base import CARD_FILE, REBUILD, card_model_config, load_base
 from distrl_tasks.agents.tokenizer import SentencePieceTokenizer
 from distrl_tasks.algorithms.sft import (
     DEMO_COLUMNS,
@@ -198,19 +202,9 @@ def run(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(pc))
-        if pc.pointer:  # the base gets the tap-target pointer, trained on the demonstrations
-            model.add_pointer(seed)
         policy = AutoUIPolicy(model, tok, max_prompt_tokens=pc.max_prompt_tokens)
         policy.max_new_tokens = evaluate.MIN_SUBWORD_ACTION_TOKENS
-        settings = SFTSettings(
-            steps=pc.pretrain.steps,
-            batch_size=pc.pretrain.batch_size,
-            lr=pc.pretrain.lr,
-            warmup_steps=min(100, pc.pretrain.steps // 10),
-            time_budget_s=pc.pretrain.time_budget_s or None,
-            eval_every=pc.pretrain.eval_every,
-            patience=pc.pretrain.patience,
-        )
+        settings = _settings(cfg)
         with progress_bar(
             total=settings.steps, desc="pretrain", unit="step", enabled=progress
         ) as bar:
@@ -228,15 +222,14 @@ def run(
                 heldout=heldout,
                 state_dir=work / "sft_state",
             )
+        pointing = None
+        if pc.pointer and result.stopped != "time_budget":
+            pointing = fit_pointer(cfg, policy, demos, heldout, work, seed, progress)
     finally:
         torch.set_num_threads(previous_threads)
-    if result.stopped == "time_budget":
-        print(
-            f"pretrain: part {result.parts} ended after {pc.pretrain.time_budget_s:.0f} s at "
-            f"step {result.steps} (held-out loss {_last_heldout(result)}); run the same command "
-            "again to go on from there"
-        )
-        return {"stopped": "time_budget", "steps": result.steps, "parts": result.parts}
+    for part in (result, pointing):
+        if part is not None and part.stopped == "time_budget":
+            return _part_ended(cfg, part)
     tmp = final.with_name(final.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -269,11 +262,147 @@ def run(
             "train_wall_s": result.wall_s,
             "threads": pc.pretrain.threads or len(os.sched_getaffinity(0)),
         },
+        **({"pointer": _pointer_card(pointing, work)} if pointing is not None else {}),
         "skills": skills,
         "model_config": card_model_config(model.config),
         "parameters": model.num_parameters(),
         "wall_s": time.perf_counter() - started,
         "rebuild": REBUILD,
+    }
+    (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    publish_dir(tmp, final)
+    _log(cfg, workdir, card, final)
+    return {**card, "checkpoint_dir": str(final)}
+
+
+def _settings(cfg: Config) -> SFTSettings:
+    """The pretraining's SFT settings (the token model's and the pointer head's)."""
+    pre = cfg.agent.pretrain
+    return SFTSettings(
+        steps=pre.steps,
+        batch_size=pre.batch_size,
+        lr=pre.lr,
+        warmup_steps=min(100, pre.steps // 10),
+        time_budget_s=pre.time_budget_s or None,
+        eval_every=pre.eval_every,
+        patience=pre.patience,
+    )
+
+
+def _part_ended(cfg: Config, result: Any) -> dict[str, Any]:
+    print(
+        f"pretrain: part {result.parts} ended after {cfg.agent.pretrain.time_budget_s:.0f} s at "
+        f"step {result.steps} (held-out loss {_last_heldout(result)}); run the same command "
+        "again to go on from there"
+    )
+    return {"stopped": "time_budget", "steps": result.steps, "parts": result.parts}
+
+
+def fit_pointer(
+    cfg: Config,
+    policy: AutoUIPolicy,
+    demos: list[Demo],
+    heldout: list[Demo],
+    work: Path,
+    seed: int,
+    progress: bool,
+) -> Any:
+    """Give ``policy``'s model a new pointer head and fit it alone on the corpus's demonstrated
+    taps and swipes (``train_sft(pointer_only=True)``, the same plateau rule and settings as
+    the token model; state under ``runs/pretrain/pointer_state``, resumable). Every other
+    weight stays as it was: pointing is added to a base, not traded against its tokens."""
+    if not any(d.elements for d in demos):
+        raise RuntimeError(
+            f"pretrain: the demonstrations under {work} list no elements; they were recorded "
+            "without agent.pointer (remove runs/pretrain/demos* to record them again)"
+        )
+    if policy.model.pointer_head is None:
+        policy.model.add_pointer(seed)
+    settings = _settings(cfg)
+    with progress_bar(total=settings.steps, desc="pointer", unit="step", enabled=progress) as bar:
+        return train_sft(
+            policy,
+            demos,
+            settings,
+            seed=seed,
+            callback=lambda step, _loss, _t: bar.update(step - bar.n),
+            heldout=heldout,
+            state_dir=work / "pointer_state",
+            pointer_only=True,
+        )
+
+
+def _pointer_card(result: Any, work: Path) -> dict[str, Any]:
+    return {
+        "fitted": "the head alone, onto the finished model (pretrain.fit_pointer)",
+        "corpus_sha256": corpus_sha256(work),
+        "steps": result.steps,
+        "examples_seen": result.examples,
+        "heldout_loss": result.heldout,  # the pointer's cross-entropy on held-out demos
+        "best_step": result.best_step,
+        "rate_cuts_at": result.decays,
+        "stopped": result.stopped,
+        "train_wall_s": result.wall_s,
+    }
+
+
+def run_onto(
+    cfg: Config,
+    base: str | os.PathLike,
+    *,
+    workdir: str | os.PathLike = ".",
+    out: str | os.PathLike | None = None,
+    seed: int = 0,
+    command: str = "",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Fit the tap-target pointer onto an existing base (``distrl pretrain --onto``): the same
+    corpus as :func:`run` (recorded or reused under ``runs/pretrain``), the base's weights and
+    tokenizer unchanged, the head fitted by :func:`fit_pointer`; writes the base plus the head
+    with the base's card, its ``pointer`` section and skills measured with the pointer (the
+    base's own under ``skills_without_pointer``). Returns the card.
+
+    Raises:
+        ValueError: ``agent.pointer`` is off, or the base already has a head.
+        BaseCheckpointError: the base is missing, corrupt or stale.
+    """
+    if not cfg.agent.pointer:
+        raise ValueError("pretrain --onto fits the tap-target pointer: set agent.pointer=true")
+    loaded = load_base(str(base))
+    if loaded is None:
+        raise ValueError("pretrain --onto needs a base checkpoint (a directory or 'shipped')")
+    model, tokenizer, base_card = loaded
+    if model.pointer_head is not None:
+        raise ValueError(f"the base {base} already has a pointer head")
+    work = Path(workdir) / PRETRAIN_DIR
+    final = Path(out) if out is not None else work / "base"
+    started = time.perf_counter()
+    write_goal_files(cfg, work, seed)
+    demos, _ = record_demos(cfg, work, progress)
+    heldout, _ = record_demos(cfg, work, progress, heldout=True)
+    policy = AutoUIPolicy(model, tokenizer, max_prompt_tokens=cfg.agent.max_prompt_tokens)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.agent.pretrain.threads or len(os.sched_getaffinity(0)))
+    try:
+        pointing = fit_pointer(cfg, policy, demos, heldout, work, seed, progress)
+    finally:
+        torch.set_num_threads(previous_threads)
+    if pointing.stopped == "time_budget":
+        return _part_ended(cfg, pointing)
+    tmp = final.with_name(final.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    metadata = {"algorithm": "pretrain", "round": -1, "steps": base_card["training"]["steps"]}
+    policy.save(tmp, metadata=metadata)
+    card = {
+        **base_card,
+        "pointer": {**_pointer_card(pointing, work), "onto": str(base), "command": command},
+        "skills": measure_skills(cfg, tmp, work, progress),
+        "skills_without_pointer": base_card["skills"],
+        "model_config": card_model_config(model.config),
+        "parameters": model.num_parameters(),
+        "pointer_wall_s": time.perf_counter() - started,
     }
     (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
     final.parent.mkdir(parents=True, exist_ok=True)

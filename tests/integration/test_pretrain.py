@@ -6,6 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+import torch
+
 from distrl_tasks.agents.shipped_base import CARD_FILE, load_base
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
@@ -80,3 +83,26 @@ def test_pretrain_with_the_pointer_trains_and_ships_the_head(tmp_path: Path) -> 
     assert loaded is not None and loaded[0].pointer_head is not None
     # the same base loads where the configuration leaves the pointer off (an optional head)
     assert loaded[2]["model_config"]["pointer"] is True
+    # the head was fitted after the token model, on the same corpus
+    assert card["pointer"]["steps"] == 3 and card["pointer"]["heldout_loss"][0][0] == 2
+    assert card["pointer"]["corpus_sha256"] == card["corpus"]["sha256"]
+
+
+def test_pretrain_onto_fits_the_pointer_and_keeps_the_bases_weights(tmp_path: Path) -> None:
+    cfg = small_cfg()
+    with pytest.raises(ValueError, match=r"agent\.pointer=true"):
+        pretrain.run_onto(cfg, "shipped", workdir=tmp_path)
+    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=True))
+    out = tmp_path / "with-pointer"
+    card = pretrain.run_onto(cfg, "shipped", workdir=tmp_path, out=out, command="onto test")
+    base, _, base_card = load_base("shipped")  # type: ignore[misc]
+    model, _, saved_card = load_base(str(out))  # type: ignore[misc]
+    assert model.pointer_head is not None and saved_card["pointer"]["command"] == "onto test"
+    assert card["skills_without_pointer"] == base_card["skills"]
+    assert card["training"] == base_card["training"] and card["pointer"]["steps"] == 3
+    assert set(card["skills"]) == {"heldout_general", "heldout_webshop"}
+    weights = model.state_dict()
+    for name, value in base.state_dict().items():
+        torch.testing.assert_close(weights[name], value, msg=name)
+    with pytest.raises(ValueError, match="already has a pointer head"):
+        pretrain.run_onto(cfg, str(out), workdir=tmp_path)

@@ -248,3 +248,38 @@ def test_supervised_training_teaches_the_head_and_leaves_the_token_model_as_with
         for a, b in zip(head_before, pointing.pointer_head.parameters(), strict=True)
     ]
     assert all(moved)
+
+
+def test_fitting_the_pointer_alone_moves_the_head_only_and_lowers_its_held_out_loss() -> None:
+    from distrl_tasks.algorithms.sft import Demo, SFTSettings, heldout_pointer_loss, train_sft
+
+    rng = np.random.default_rng(1)
+    goals = ["open settings", "search for hotels"]
+    demos = [
+        Demo(
+            format_prompt(goals[i % 2]),
+            rng.standard_normal(64).astype(np.float32),
+            # "open settings" taps Settings, the search goal taps the search box
+            format_action(tap(0.7, 0.3) if i % 2 == 0 else tap(0.1234, 0.5)),
+            "x",
+            elements=ELEMENTS,
+        )
+        for i in range(16)
+    ] + [Demo(format_prompt("go home"), np.zeros(64, np.float32),
+              format_action(key(ActionType.PRESS_HOME)), "x", elements=ELEMENTS)]  # fmt: skip
+    model, tokenizer = _tiny()
+    model.add_pointer(0)
+    policy = AutoUIPolicy(model, tokenizer, max_new_tokens=24)
+    others = {k: v.clone() for k, v in model.state_dict().items() if "pointer_head" not in k}
+    before = heldout_pointer_loss(policy, demos)
+    settings = SFTSettings(steps=60, batch_size=8, lr=3e-3, warmup_steps=1, eval_every=20)
+    result = train_sft(policy, demos, settings, seed=0, heldout=demos, pointer_only=True)
+    after = heldout_pointer_loss(policy, demos)
+    assert [s for s, _ in result.heldout] == [20, 40, 60]
+    assert after < 0.5 * before  # from the "write" prior towards the tapped elements
+    for name, value in model.state_dict().items():
+        if name in others:
+            torch.testing.assert_close(value, others[name], msg=name)
+    with pytest.raises(ValueError, match="pointer head"):
+        plain, _ = _tiny()
+        train_sft(AutoUIPolicy(plain, tokenizer), demos, settings, pointer_only=True)
