@@ -17,7 +17,6 @@ import torch
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms.group_relative import state_key, step_keys
-from distrl_tasks.algorithms.sft import demos_from_rows
 from distrl_tasks.config import AgentConfig, Config, EnvConfig, FaultConfig, SimConfig
 from distrl_tasks.data.schema import table_from_rows, validate_table
 from distrl_tasks.data.shards import read_shards, write_shard
@@ -316,34 +315,6 @@ def test_interrupted_async_collection_stops_its_devices_before_unwinding() -> No
     assert policy.calls < 2 * len(goals), "the interrupt did not stop the collection early"
 
 
-def test_elements_observation_lists_the_screens_targets_in_prompts_and_shards(tmp_path) -> None:
-    cfg = small_cfg(devices=2)
-    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, observation="elements"))
-    m = collect.run(
-        cfg,
-        collect.CollectRequest(
-            round=1, policy="scripted", out_dir=tmp_path, episodes_per_device=3, progress=False
-        ),
-    )
-    df = read_df(m["shards"])
-    assert df["screen_elements"].notna().all()
-    pairs = zip(df["prompt"], df["screen_elements"], strict=True)
-    assert all(p.endswith(" Screen: " + e) for p, e in pairs)
-    assert all(e.count(";") < cfg.agent.observation_elements for e in df["screen_elements"])
-    # the expert's taps mostly land on a listed element: its point is spelled in the prompt
-    taps = df[df["action_type"] == "DUAL_POINT"]
-    spelled = [
-        f"[{y:.4f}, {x:.4f}]" in e
-        for (y, x), e in zip(taps["touch_point"], taps["screen_elements"], strict=True)
-    ]
-    assert len(spelled) >= 3 and sum(spelled) / len(spelled) >= 0.5
-    # supervised examples rebuild the prompt with the same elements
-    rows = df.sort_values(["trajectory_id", "step"]).to_dict("records")
-    demos = demos_from_rows(rows, successes_only=False, drop_mistakes=False)
-    firsts = [r["prompt"] for r in rows if r["step"] == 0]
-    assert {d.prompt for d in demos} >= set(firsts)
-
-
 def test_shards_without_the_elements_column_still_read(tmp_path) -> None:
     # a version-1 shard (no screen_elements column) reads with the column null
     cfg = small_cfg(devices=1)
@@ -382,7 +353,9 @@ def test_pointer_steps_store_the_elements_offered_in_shards(tmp_path) -> None:
         if p is not None
     ]
     assert taps and sum(p in {e.point for e in c} for p, c in taps) / len(taps) >= 0.5
-    assert table.column("screen_elements").null_count == table.num_rows  # prompts unchanged
+    # the prompts stay AutoUI's: nothing follows the goal
+    prompts = zip(table.column("prompt").to_pylist(), table.column("task").to_pylist(), strict=True)
+    assert all(p.endswith(" Goal: " + goal) for p, goal in prompts)
 
 
 def test_steps_record_the_simulators_exact_state_as_their_key(tmp_path) -> None:
