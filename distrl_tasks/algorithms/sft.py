@@ -44,7 +44,6 @@ from distrl_tasks.protocol.ui_dump import Element, elements_from_rows
 
 MISTAKE_PLAN = "mistake"  # the expert's plan text marks its injected mistakes with this prefix
 DEMO_COLUMNS = ("trajectory_id", "step", "task", "action", "reward", "image_features")
-DEMO_COLUMNS += ("screen_elements",)  # null in schema-1 shards and screenshot-only prompts
 DEMO_COLUMNS += ("elements",)  # the pointer's elements (agent.pointer); null before schema 3
 
 
@@ -73,8 +72,7 @@ def demos_from_rows(
     """
     by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for i, row in enumerate(rows):
-        optional = ("screen_elements", "elements")
-        missing = [c for c in DEMO_COLUMNS if c not in row and c not in optional]
+        missing = [c for c in DEMO_COLUMNS if c not in row and c != "elements"]
         if missing:
             raise ValueError(f"row {i}: missing columns {missing}")
         by_traj[str(row["trajectory_id"])].append(row)
@@ -89,8 +87,7 @@ def demos_from_rows(
             target = format_action(action, plan="")
             mistake = action.plan.strip("[] ").lower().startswith(MISTAKE_PLAN)
             if not action.invalid and not (drop_mistakes and mistake):
-                screen = str(row.get("screen_elements") or "")
-                prompt = format_prompt(str(row["task"]), previous, history=history, screen=screen)
+                prompt = format_prompt(str(row["task"]), previous, history=history)
                 feats = np.asarray(row["image_features"], dtype=np.float16)
                 png = row.get("screenshot_png")  # kept when selected (the VLM reads pixels)
                 elements = elements_from_rows(row.get("elements"))

@@ -172,6 +172,13 @@ ORACLE_UNREAD_KEYS: dict[str, Any] = {
     "evaluator.timeout_s": 60.0,
 }
 
+# Retired keys (config.RETIRED_KEYS) at the value the runs cached while they existed hashed
+# (the retired feature off): hashing them on keeps those runs found after the keys are gone.
+RETIRED_HASHED: dict[str, Any] = {
+    "agent.observation": "screenshot",
+    "agent.observation_elements": 6,
+}
+
 
 # Cached runs were named before keys moved into sections (issue 54): a view is hashed under the
 # old names so that a moved key finds the runs cached under its old one.
@@ -188,7 +195,8 @@ def _digest(data: Any) -> str:
 
 
 def _cache_view(cfg: Config) -> dict[str, Any]:
-    """The config's flat values that name a cached result (see ``NEUTRAL_NEW_KEYS``)."""
+    """The config's flat values that name a cached result (see ``NEUTRAL_NEW_KEYS``), with the
+    retired keys at their cached values (``RETIRED_HASHED``)."""
     flat = cfg.to_flat_dict()
 
     def counts(k: str, v: Any) -> bool:
@@ -202,7 +210,7 @@ def _cache_view(cfg: Config) -> dict[str, Any]:
     if flat.get("evaluator.kind") == "oracle":
         view = {k: v for k, v in view.items() if not k.startswith("evaluator.")}
         view |= {"evaluator.kind": "oracle", **ORACLE_UNREAD_KEYS}
-    return view
+    return view | RETIRED_HASHED
 
 
 # Settings that shape a result but are no config key (the others reach the config: run_config)

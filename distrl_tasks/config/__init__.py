@@ -36,10 +36,11 @@ from distrl_tasks.config.sim_sections import (
     LatencyConfig,
     SimConfig,
 )
-from distrl_tasks.config.typed_yaml import MOVED_KEYS, ConfigError, parse_override
+from distrl_tasks.config.typed_yaml import MOVED_KEYS, RETIRED_KEYS, ConfigError, parse_override
 
 __all__ = [
     "MOVED_KEYS",
+    "RETIRED_KEYS",
     "TASK_SETS",
     "AgentConfig",
     "AlgorithmConfig",

@@ -26,7 +26,7 @@ import tokenize
 from typing import Any
 
 from distrl_tasks.config.loader import Config
-from distrl_tasks.config.typed_yaml import MOVED_KEYS
+from distrl_tasks.config.typed_yaml import MOVED_KEYS, RETIRED_KEYS
 
 _HEADER = """\
 # Configuration reference
@@ -145,6 +145,14 @@ def render_markdown() -> str:
         "| old key | new key |",
         "|---|---|",
         *(f"| `{old}` | `{new}` |" for old, new in MOVED_KEYS.items()),
+        "",
+        "## Retired keys",
+        "",
+        "Keys of features that were removed; loading one is an error saying what replaces it.",
+        "",
+        "| key | why, and what instead |",
+        "|---|---|",
+        *(f"| `{key}` | {_cell(why)} |" for key, why in RETIRED_KEYS.items()),
     ]
     return "\n".join(out).rstrip() + "\n"
 

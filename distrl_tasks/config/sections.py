@@ -173,11 +173,6 @@ class AgentConfig:
     # (benchmarks/results/2026-11-22-sft-copy-head.md)
     temperature: float = 0.5
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)  # beyond sampling
-    # what the prompt holds besides the goal and the last action: screenshot = AutoUI's (the
-    # screen enters as image features only), elements = also the screen's actionable elements
-    # from the UI dump ("label [y, x]", the goal's first), so a tap on one is a copy
-    observation: Literal["screenshot", "elements"] = "screenshot"
-    observation_elements: int = 6  # most elements listed (agent.observation: elements)
     # a tap may point at one of the screen's actionable elements instead of writing coordinates
     # (agents/pointer.py); the action is still written as the element's centre
     pointer: bool = False
@@ -201,11 +196,6 @@ class AgentConfig:
     remote_concurrency: int = 4  # requests in flight to the remote VLM
 
     @property
-    def prompt_elements(self) -> int:
-        """Elements the prompt lists (0 = screenshot only)."""
-        return self.observation_elements if self.observation == "elements" else 0
-
-    @property
     def tap_elements(self) -> int:
         """Elements each observation offers the pointer (0 = coordinates only)."""
         return self.pointer_elements if self.pointer else 0
@@ -213,7 +203,6 @@ class AgentConfig:
     def validate(self, key: str) -> None:
         _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
         _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
-        _check(self.observation_elements >= 1, f"{key}.observation_elements", "must be >= 1")
         _check(self.pointer_elements >= 1, f"{key}.pointer_elements", "must be >= 1")
         _check(
             not (self.pointer and self.model == "vlm"),

@@ -46,6 +46,18 @@ MOVED_KEYS: dict[str, str] = {
     **{f"algorithm.priority_{k}": f"algorithm.distrl.priority_{k}" for k in _PRIORITY_KEYS},
 }
 
+# Keys of features that were removed: old dotted key -> why, and what to use instead. Loading
+# one is an error that says so, rather than an "unknown key" that leaves the reader guessing.
+_POINTER_INSTEAD = (
+    "the elements observation mode was retired, so the prompt is always AutoUI's "
+    "screenshot-only one; the tap-target pointer (agent.pointer, agent.pointer_elements) "
+    "replaces it as the way the policy sees the screen's elements"
+)
+RETIRED_KEYS: dict[str, str] = {
+    "agent.observation": _POINTER_INSTEAD,
+    "agent.observation_elements": _POINTER_INSTEAD,
+}
+
 
 _YAML11_TRUE = frozenset({"yes", "on", "true"})
 _YAML11_FALSE = frozenset({"no", "off", "false"})
@@ -126,6 +138,8 @@ def build_dataclass(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
     for name in unknown:
         if f"{where}{name}" in MOVED_KEYS:
             raise ConfigError(f"{where}{name} moved to {MOVED_KEYS[where + name]}")
+        if f"{where}{name}" in RETIRED_KEYS:
+            raise ConfigError(f"{where}{name}: {RETIRED_KEYS[where + name]}")
     if unknown:
         raise ConfigError(
             f"unknown key {where}{unknown[0]} (valid keys here: {', '.join(sorted(names))})"

@@ -15,10 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped whenever a column is added, removed, renamed or changes type or meaning (2: the
 ``screen_elements`` and ``state_key`` columns; shards of version 1 read them as null. 3: the
-``elements`` column; shards of versions 1 and 2 read it as null)."""
+``elements`` column; shards of versions 1 and 2 read it as null. 4: ``screen_elements`` removed
+with the prompt mode that filled it; readers select today's columns, so shards of versions 2 and
+3 read unchanged, without it)."""
 
 ACTION_TYPES = (
     "DUAL_POINT",
@@ -87,13 +89,6 @@ COLUMNS: tuple[Column, ...] = (
     Column("device", pa.string(), False, "Serial of the device the episode ran on."),
     Column("policy_version", pa.int64(), False, "Version of the behaviour policy that acted."),
     Column("prompt", pa.string(), False, "Text prompt fed to the policy at this step."),
-    Column(
-        "screen_elements",
-        pa.string(),
-        True,
-        "Actionable elements the prompt listed (`label [y, x]; ...`, `agent.observation: "
-        "elements`); null when it listed none, and in shards of schema version 1.",
-    ),
     Column(
         "elements",
         pa.list_(_ELEMENT),

@@ -25,7 +25,7 @@ from distrl_tasks.config import EnvConfig
 from distrl_tasks.envs.device import KEY_BACK, KEY_ENTER, KEY_HOME, Device
 from distrl_tasks.protocol.actions import Action, ActionType, format_action, parse_action
 from distrl_tasks.protocol.observation import Observation, format_prompt
-from distrl_tasks.protocol.ui_dump import Element, elements_text, goal_elements
+from distrl_tasks.protocol.ui_dump import Element, goal_elements
 
 _KEYS = {
     ActionType.PRESS_BACK: KEY_BACK,
@@ -53,7 +53,6 @@ class EnvObservation:
     step: int  # index of the step this observation is for
     episode_id: str
     ui_xml: str = ""  # view hierarchy (for the scripted expert); "" when not captured
-    screen_elements: str = ""  # the elements the prompt lists (agent.observation: elements)
     state_key: str = ""  # which state this is (GiGPO's step groups): see AndroidEnv.state_key
     captured_at: dt.datetime = field(default_factory=utcnow)
     # the actionable elements a tap may point at (agent.pointer), the goal's first; () when the
@@ -113,8 +112,6 @@ class AndroidEnv:
         end_on_invalid: end the episode on unparsable output (DigiRL does); by default the step
             is penalized and acts as a no-op, so an untrained model still explores.
         history: previous actions shown in the prompt (default: ``cfg.prompt_history``).
-        screen_elements: list at most this many of the screen's actionable elements in the
-            prompt (``agent.observation: elements``; the dump is then captured); 0 = none.
         exact_state_keys: key steps by the device's exact state where it has one (the
             simulator), not by the screenshot's bytes (see :meth:`state_key`).
         pointer_elements: offer the pointer at most this many of the screen's actionable
@@ -133,7 +130,6 @@ class AndroidEnv:
         capture_ui_xml: bool = True,
         end_on_invalid: bool | None = None,
         history: int | None = None,
-        screen_elements: int = 0,
         exact_state_keys: bool = False,
         pointer_elements: int = 0,
     ) -> None:
@@ -146,9 +142,8 @@ class AndroidEnv:
         self.task_set = task_set
         self.horizon = horizon_for(task_set, cfg)
         self.oracle = (getattr(device, "kind", "sim") == "sim") if oracle is None else oracle
-        self.screen_elements = screen_elements
         self.pointer_elements = pointer_elements
-        self.capture_ui_xml = capture_ui_xml or screen_elements > 0 or pointer_elements > 0
+        self.capture_ui_xml = capture_ui_xml or pointer_elements > 0
         self.end_on_invalid = cfg.end_on_invalid if end_on_invalid is None else end_on_invalid
         self.history = cfg.prompt_history if history is None else history
         self.goal = ""
@@ -166,13 +161,10 @@ class AndroidEnv:
         png = self.device.screenshot()
         feats = np.asarray(self.encoder.encode([png])[0], dtype=np.float16)
         xml = self.device.ui_xml() if self.capture_ui_xml else ""
-        screen = ""
-        if self.screen_elements:
-            screen = elements_text(goal_elements(xml, self.goal, self.screen_elements))
         elements: tuple[Element, ...] = ()
         if self.pointer_elements > 0:
             elements = tuple(goal_elements(xml, self.goal, self.pointer_elements))
-        prompt = format_prompt(self.goal, self._actions, history=self.history, screen=screen)
+        prompt = format_prompt(self.goal, self._actions, history=self.history)
         return EnvObservation(
             goal=self.goal,
             state_key=self.state_key(png),
@@ -182,7 +174,6 @@ class AndroidEnv:
             step=self.steps,
             episode_id=self.episode_id,
             ui_xml=xml,
-            screen_elements=screen,
             captured_at=captured,
             elements=elements,
         )

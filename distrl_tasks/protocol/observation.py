@@ -29,22 +29,16 @@ class Observation:
     elements: tuple[Element, ...] = ()
 
 
-def format_prompt(
-    goal: str, previous_actions: Sequence[str] = (), history: int = 1, screen: str = ""
-) -> str:
-    """AutoUI's prompt: the last ``history`` actions (the papers keep 1), then the goal; with
-    ``screen`` (the listed elements, ``agent.observation: elements``) a ``Screen:`` part last."""
+def format_prompt(goal: str, previous_actions: Sequence[str] = (), history: int = 1) -> str:
+    """AutoUI's prompt: the last ``history`` actions (the papers keep 1), then the goal."""
     if history < 0:
         raise ValueError(f"history must be >= 0, got {history}")
     recent = list(previous_actions)[-history:] if history else []
-    prompt = "Previous Actions: " + " ".join(recent) + " Goal: " + goal
-    return f"{prompt} Screen: {screen}" if screen else prompt
+    return "Previous Actions: " + " ".join(recent) + " Goal: " + goal
 
 
 def goal_of_prompt(prompt: str) -> str:
-    """The goal inside a :func:`format_prompt` string: what follows the last ``" Goal: "``
-    before the ``" Screen: "`` part; the whole prompt when it has no goal mark (a caller's own
-    prompt)."""
-    head = prompt.split(" Screen: ", 1)[0]
-    _, mark, goal = head.rpartition(" Goal: ")
+    """The goal inside a :func:`format_prompt` string: what follows the last ``" Goal: "``; the
+    whole prompt when it has no goal mark (a caller's own prompt)."""
+    _, mark, goal = prompt.rpartition(" Goal: ")
     return goal if mark else prompt

@@ -138,8 +138,9 @@ MAX_LABEL_CHARS = 24  # a label longer than this is cut (a search result's whole
 
 @dataclass(frozen=True)
 class Element:
-    """Something on the screen an agent can tap: its label and its centre in the action
-    format's own spelling (normalised ``(y, x)`` with 4 decimals), so a tap on it is a copy."""
+    """Something on the screen an agent can tap: its label and its centre rounded as the action
+    format writes a point (normalised ``(y, x)``, 4 decimals), so a tap on it parses back to
+    exactly that point."""
 
     label: str
     point: tuple[float, float]  # (y, x) in [0, 1], rounded as the action format writes it
@@ -149,11 +150,6 @@ class Element:
     def tap_action(self) -> str:
         """The AutoUI string of a tap on the element's centre (short plan)."""
         return format_action(tap(*self.point), plan="")
-
-    def spelling(self) -> str:
-        """``label [y, x]``: the element as the policy's prompt lists it."""
-        y, x = self.point
-        return f"{self.label} [{y:.4f}, {x:.4f}]"
 
 
 def actionable_elements(xml: str, limit: int | None = None) -> list[Element]:
@@ -201,7 +197,7 @@ def goal_match(element: Element, goal: str) -> float:
 
 
 def goal_elements(xml: str, goal: str, limit: int) -> list[Element]:
-    """At most ``limit`` actionable elements for a prompt, the ones the goal names first.
+    """At most ``limit`` actionable elements for the pointer, the ones the goal names first.
 
     Each element scores the number of the goal's words (3+ letters) in its label, plus one half
     for a text field (where a query goes); the ``limit`` best (ties: document order) are
@@ -213,11 +209,6 @@ def goal_elements(xml: str, goal: str, limit: int) -> list[Element]:
     scores = [goal_match(e, goal) for e in elements]
     best = sorted(range(len(elements)), key=lambda i: (-scores[i], i))[:limit]
     return [elements[i] for i in sorted(best)]
-
-
-def elements_text(elements: Sequence[Element]) -> str:
-    """The elements as the prompt lists them: ``label [y, x]; label [y, x]``."""
-    return "; ".join(e.spelling() for e in elements)
 
 
 def pointed_element(action: str, elements: Sequence[Element]) -> int | None:

@@ -203,7 +203,6 @@ def evaluate_on_farm(
                 cfg.env,
                 task_set=task_set,
                 capture_ui_xml=capture_ui_xml,
-                screen_elements=cfg.agent.prompt_elements,
                 pointer_elements=cfg.agent.tap_elements,  # agent.pointer
             )
             for s in serials

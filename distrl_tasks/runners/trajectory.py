@@ -159,7 +159,6 @@ class EpisodeRunner:
                     "device": ep.device,
                     "policy_version": self.meta.policy_version,
                     "prompt": s.obs.prompt,
-                    "screen_elements": s.obs.screen_elements or None,
                     "elements": element_rows(s.obs.elements) or None,
                     "state_key": s.obs.state_key or None,
                     "action": s.text,

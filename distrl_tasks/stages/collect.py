@@ -117,7 +117,6 @@ def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[And
             encoder,
             cfg.env,
             task_set=cfg.env.task_set,
-            screen_elements=cfg.agent.prompt_elements,
             pointer_elements=cfg.agent.tap_elements,  # agent.pointer
             # GiGPO groups steps by state: on the simulator by its exact state
             exact_state_keys=algorithm_spec(cfg.algorithm.name).step_keys,

@@ -162,8 +162,7 @@ def run(
     mode = "greedy" if greedy else f"sample{seed}"
     # the live world changes the verdicts: a result is reused only under the same profile
     dynamics = cfg.sim.dynamics.profile if adb_address is None else "external"
-    seen = f"-elements{cfg.agent.prompt_elements}" if cfg.agent.prompt_elements else ""
-    path = manifest_path(workdir, task_set, split, key, digest, f"{mode}-{dynamics}{seen}")
+    path = manifest_path(workdir, task_set, split, key, digest, f"{mode}-{dynamics}")
     if path.exists():
         return {**located_paths(json.loads(path.read_text()), path.parent), "reused": True}
     policy = build_policy(cfg.agent, checkpoint_dir=checkpoint_dir, seed=seed)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import _thread
 import dataclasses
+import json
 import math
 import signal
 import threading
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -19,8 +21,9 @@ from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms.group_relative import state_key, step_keys
 from distrl_tasks.algorithms.sft import demos_from_rows
 from distrl_tasks.config import AgentConfig, Config, EnvConfig, FaultConfig, SimConfig
+from distrl_tasks.data.manifest import sha256_file
 from distrl_tasks.data.schema import table_from_rows, validate_table
-from distrl_tasks.data.shards import read_shards, write_shard
+from distrl_tasks.data.shards import read_shards, verify_shards, write_shard
 from distrl_tasks.envs.adb_device import AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.evaluators.oracle import OracleEvaluator
@@ -316,49 +319,39 @@ def test_interrupted_async_collection_stops_its_devices_before_unwinding() -> No
     assert policy.calls < 2 * len(goals), "the interrupt did not stop the collection early"
 
 
-def test_elements_observation_lists_the_screens_targets_in_prompts_and_shards(tmp_path) -> None:
-    cfg = small_cfg(devices=2)
-    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, observation="elements"))
-    m = collect.run(
-        cfg,
-        collect.CollectRequest(
-            round=1, policy="scripted", out_dir=tmp_path, episodes_per_device=3, progress=False
-        ),
-    )
-    df = read_df(m["shards"])
-    assert df["screen_elements"].notna().all()
-    pairs = zip(df["prompt"], df["screen_elements"], strict=True)
-    assert all(p.endswith(" Screen: " + e) for p, e in pairs)
-    assert all(e.count(";") < cfg.agent.observation_elements for e in df["screen_elements"])
-    # the expert's taps mostly land on a listed element: its point is spelled in the prompt
-    taps = df[df["action_type"] == "DUAL_POINT"]
-    spelled = [
-        f"[{y:.4f}, {x:.4f}]" in e
-        for (y, x), e in zip(taps["touch_point"], taps["screen_elements"], strict=True)
-    ]
-    assert len(spelled) >= 3 and sum(spelled) / len(spelled) >= 0.5
-    # supervised examples rebuild the prompt with the same elements
-    rows = df.sort_values(["trajectory_id", "step"]).to_dict("records")
-    demos = demos_from_rows(rows, successes_only=False, drop_mistakes=False)
-    firsts = [r["prompt"] for r in rows if r["step"] == 0]
-    assert {d.prompt for d in demos} >= set(firsts)
-
-
-def test_shards_without_the_elements_column_still_read(tmp_path) -> None:
-    # a version-1 shard (no screen_elements column) reads with the column null
-    cfg = small_cfg(devices=1)
-    m = collect.run(
-        cfg,
+def test_shards_with_the_retired_screen_elements_column_still_read(tmp_path) -> None:
+    # shards of schema versions 2-3 carry a screen_elements column (the retired elements
+    # observation filled it): they read as today's shards, without it, and still make demos
+    collect.run(
+        small_cfg(devices=1),
         collect.CollectRequest(
             round=1, policy="scripted", out_dir=tmp_path, episodes_per_device=1, progress=False
         ),
     )
-    table = read_shards(tmp_path)
-    old = table.drop_columns(["screen_elements"])
-    write_shard(old.to_pylist(), tmp_path / "old", round=1, name="v1", feature_dim=1408)
-    back = read_shards(tmp_path / "old")
-    assert back.column("screen_elements").null_count == back.num_rows == table.num_rows
-    assert m["trajectories"] == 1
+    today = read_shards(tmp_path)
+    (info,) = verify_shards(tmp_path).shards
+    stored = pq.read_table(info.path)
+    listed = pa.array(["Clock [0.5000, 0.5000]"] * stored.num_rows)
+    where = stored.column_names.index("prompt") + 1  # where version 3 kept it
+    pq.write_table(
+        stored.add_column(where, "screen_elements", listed),
+        info.path,
+        compression="zstd",
+        store_schema=False,
+    )
+    manifest = json.loads(info.manifest_path.read_text())
+    manifest.update(schema_version=3, sha256=sha256_file(info.path))
+    info.manifest_path.write_text(json.dumps(manifest))
+    assert "screen_elements" in pq.read_schema(info.path).names
+    back = read_shards(tmp_path)
+    assert "screen_elements" not in back.column_names and back.equals(today)
+    # demonstrations from the shard as read and from its raw rows (which hold the old column)
+    raw = read_df([info.path]).sort_values(["trajectory_id", "step"]).to_dict("records")
+    assert raw[0]["screen_elements"] == "Clock [0.5000, 0.5000]"
+    demos = [(d.prompt, d.target) for d in demos_from_rows(back.to_pylist(), successes_only=False)]
+    assert demos == [(d.prompt, d.target) for d in demos_from_rows(raw, successes_only=False)]
+    goal = str(back.column("task")[0])
+    assert demos and all(prompt.endswith(" Goal: " + goal) for prompt, _ in demos)
 
 
 def test_pointer_steps_store_the_elements_offered_in_shards(tmp_path) -> None:
@@ -382,7 +375,9 @@ def test_pointer_steps_store_the_elements_offered_in_shards(tmp_path) -> None:
         if p is not None
     ]
     assert taps and sum(p in {e.point for e in c} for p, c in taps) / len(taps) >= 0.5
-    assert table.column("screen_elements").null_count == table.num_rows  # prompts unchanged
+    # the prompts stay AutoUI's: nothing follows the goal
+    prompts = zip(table.column("prompt").to_pylist(), table.column("task").to_pylist(), strict=True)
+    assert all(p.endswith(" Goal: " + goal) for p, goal in prompts)
 
 
 def test_steps_record_the_simulators_exact_state_as_their_key(tmp_path) -> None:

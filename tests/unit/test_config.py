@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from distrl_tasks.config import MOVED_KEYS, Config, ConfigError, load_config, parse_override
+from distrl_tasks.config import (
+    MOVED_KEYS,
+    RETIRED_KEYS,
+    Config,
+    ConfigError,
+    load_config,
+    parse_override,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,3 +175,32 @@ def test_every_moved_key_maps_to_a_real_new_key() -> None:
         assert new in flat, (old, new)
         assert old not in flat, old  # a moved key is gone from the config
     assert len(set(MOVED_KEYS.values())) == len(MOVED_KEYS)  # no two old keys share a place
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("agent.observation", "elements"), ("agent.observation", "screenshot"),
+     ("agent.observation_elements", 6)],
+)  # fmt: skip
+def test_a_retired_key_says_it_was_retired_and_what_replaces_it(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    # even the retired mode's old default is an error: nothing would read the key any more
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [f"{key}={value}"])  # a --set override (and an Airflow Param's)
+    message = str(err.value)
+    assert message.startswith(f"{key}: the elements observation mode was retired")
+    assert "the tap-target pointer (agent.pointer, agent.pointer_elements) replaces it" in message
+    section, name = key.split(".")
+    path = tmp_path / "params.yaml"
+    path.write_text(f"{section}:\n  {name}: {value}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)  # a params.yaml written before the retirement
+    assert str(err.value) == message
+
+
+def test_retired_keys_are_gone_from_the_config() -> None:
+    flat = Config().to_flat_dict()
+    assert set(RETIRED_KEYS) == {"agent.observation", "agent.observation_elements"}
+    assert not set(RETIRED_KEYS) & set(flat)
+    assert not set(RETIRED_KEYS) & set(MOVED_KEYS)

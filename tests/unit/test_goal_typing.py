@@ -17,9 +17,9 @@ PIECES = ["", " walmart", " target", "s", " a", ".com", '"', " Dell", "ell", "12
 GOAL = 'Search for "Dell XPS 12" on Walmart'
 
 
-def test_goal_of_reads_the_goal_between_the_action_and_the_screen() -> None:
+def test_goal_of_reads_the_goal_after_the_previous_action() -> None:
     typed = format_action(type_text("Goal: decoy"))
-    prompt = format_prompt(GOAL, [typed], screen="Search [0.1, 0.2]")
+    prompt = format_prompt(GOAL, [typed])
     assert goal_of_prompt(prompt) == GOAL
     assert goal_of_prompt(format_prompt("Open the clock")) == "Open the clock"
     assert goal_of_prompt("no marks at all") == "no marks at all"

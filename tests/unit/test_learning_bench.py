@@ -269,6 +269,7 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     from distrl_tasks.bench.setup import (
         NEUTRAL_NEW_KEYS,
         ORACLE_UNREAD_KEYS,
+        RETIRED_HASHED,
         STORAGE_KEYS,
         _cache_view,
         _digest,
@@ -288,6 +289,7 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     skip = set(NEUTRAL_NEW_KEYS) | STORAGE_KEYS
     before = {k: v for k, v in base.to_flat_dict().items() if k not in skip}
     before |= ORACLE_UNREAD_KEYS  # oracle verdicts: the Gemini keys at the cached runs' values
+    before |= RETIRED_HASHED  # retired keys: still hashed, at the values the cached runs had
     assert _cache_view(base) == before
     assert _digest(_cache_view(base)) == _digest(before)
     # a mode's key stays out while the mode is off, and counts once it is on
@@ -514,6 +516,19 @@ def test_moved_keys_are_hashed_under_their_old_names() -> None:
     assert hashed["algorithm.priority_alpha"] == view["algorithm.distrl.priority_alpha"]
     assert not set(MOVED_KEYS.values()) & set(hashed)
     assert len(hashed) == len(view)
+
+
+def test_retired_keys_are_hashed_at_the_values_cached_runs_had() -> None:
+    # the elements observation's keys are gone from the config, but runs cached while they
+    # existed hashed them (the mode off): the view still holds them, so those runs stay found
+    from distrl_tasks.bench.setup import _cache_view
+    from distrl_tasks.config import RETIRED_KEYS
+
+    cfg = run_config(LearningBenchSettings.smoke(), "general", latency=False)
+    assert not set(RETIRED_KEYS) & set(cfg.to_flat_dict())
+    view = _cache_view(cfg)
+    assert view["agent.observation"] == "screenshot" and view["agent.observation_elements"] == 6
+    assert set(RETIRED_KEYS) <= set(view)
 
 
 def test_a_new_measurement_goes_to_a_dated_record_not_the_current_table(tmp_path) -> None:

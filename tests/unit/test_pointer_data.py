@@ -97,18 +97,17 @@ def pointer_rows(rnd: int = 1) -> list[dict]:
 
 
 def test_the_elements_column_round_trips_through_a_shard(tmp_path) -> None:
-    assert S.SCHEMA_VERSION == 3
     field = S.trajectory_schema(DIM).field("elements")
     assert field.nullable and pa.types.is_list(field.type)
     assert [f.name for f in field.type.value_type] == [
         "label", "y", "x", "height", "width", "editable"
     ]  # fmt: skip
     names = list(S.COLUMN_NAMES)
-    assert names.index("elements") == names.index("screen_elements") + 1
+    assert names.index("elements") == names.index("prompt") + 1
     table = S.validate_table(S.table_from_rows(pointer_rows(), DIM), DIM)
     assert table.schema.field("elements").type == field.type
     info = write_shard(table, tmp_path, round=1, feature_dim=DIM)
-    assert info.schema_version == 3
+    assert info.schema_version == S.SCHEMA_VERSION
     back = read_shards(tmp_path)
     got = [elements_from_rows(r) for r in back.column("elements").to_pylist()]
     assert got == [ELEMENTS, (), (ALARM,), (ICON, SEARCH)]  # points exact to 4 decimals

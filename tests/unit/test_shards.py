@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
@@ -249,6 +250,42 @@ def test_identical_rewrite_is_noop_and_different_content_conflicts(tmp_path):
     replaced = write_shard(changed, tmp_path, round=0, name="w0", overwrite=True)
     assert replaced.sha256 != first.sha256
     assert read_shards(tmp_path).column("prompt")[0].as_py() == "something else"
+
+
+def test_shards_of_schema_version_3_read_without_the_removed_column(tmp_path):
+    # version 4 removed screen_elements; a version-3 shard that has it reads as today's do
+    assert S.SCHEMA_VERSION == 4 and "screen_elements" not in S.COLUMN_NAMES
+    first = write_shard(two_trajectories(), tmp_path, round=0, name="v3")
+    today = read_shards(tmp_path)
+    stored = pq.read_table(first.path)
+    listed = pa.array(["Settings [0.9500, 0.9000]"] * stored.num_rows)
+    pq.write_table(
+        stored.append_column("screen_elements", listed),
+        first.path,
+        compression="zstd",
+        store_schema=False,
+    )
+    manifest = json.loads(first.manifest_path.read_text())
+    manifest.update(schema_version=3, sha256=hashlib.sha256(first.path.read_bytes()).hexdigest())
+    first.manifest_path.write_text(json.dumps(manifest))
+    assert read_shards(tmp_path).equals(today)
+    assert read_shards(tmp_path, columns=["trajectory_id", "prompt"]).num_rows == today.num_rows
+    with pytest.raises(SchemaError, match="screen_elements"):
+        read_shards(tmp_path, columns=["screen_elements"])
+    with pytest.raises(SchemaError, match=r"unknown column.*screen_elements"):
+        write_shard([{**two_trajectories()[0], "screen_elements": None}], tmp_path, round=0)
+    # the same rows again: the old shard holds them as readers see it, so nothing is written
+    mtime = first.path.stat().st_mtime_ns
+    again = write_shard(two_trajectories(), tmp_path, round=0, name="v3")
+    assert again.schema_version == 3 and first.path.stat().st_mtime_ns == mtime
+    # other rows conflict as over any shard, and overwriting makes it a version-4 shard
+    changed = two_trajectories()
+    changed[0]["prompt"] = "something else"
+    with pytest.raises(ShardConflictError, match="v3"):
+        write_shard(changed, tmp_path, round=0, name="v3")
+    replaced = write_shard(changed, tmp_path, round=0, name="v3", overwrite=True)
+    assert replaced.schema_version == 4
+    assert "screen_elements" not in pq.read_schema(first.path).names
 
 
 def test_default_name_is_content_addressed(tmp_path):
