@@ -183,8 +183,10 @@ class AutoUIPolicy:
         observations: Sequence[Observation],
         temperature: float | None,
     ) -> torch.Tensor | None:
-        """``[B, K + 1]`` the pointer's log-probs ("write" last), or None without the pointer."""
-        if not self.pointer:
+        """``[B, K + 1]`` the pointer's log-probs ("write" last), or None without the pointer
+        or when no row offers an element ("write" alone is certain: the same scores and draws as
+        a model without the head, e.g. a base with a head under ``agent.pointer: false``)."""
+        if not self.pointer or not any(o.elements for o in observations):
             return None
         inputs = pointer_inputs(
             self.tokenizer.encode, [o.elements for o in observations], self.device

@@ -360,8 +360,8 @@ def run_onto(
     """Fit the tap-target pointer onto an existing base (``distrl pretrain --onto``): the same
     corpus as :func:`run` (recorded or reused under ``runs/pretrain``), the base's weights and
     tokenizer unchanged, the head fitted by :func:`fit_pointer`; writes the base plus the head
-    with the base's card, its ``pointer`` section and skills measured with the pointer (the
-    base's own under ``skills_without_pointer``). Returns the card.
+    with the base's card, its ``pointer`` section and skills measured with the pointer and
+    without it (``skills_without_pointer``, the same weights). Returns the card.
 
     Raises:
         ValueError: ``agent.pointer`` is off, or the base already has a head.
@@ -390,6 +390,7 @@ def run_onto(
         torch.set_num_threads(previous_threads)
     if pointing.stopped == "time_budget":
         return _part_ended(cfg, pointing)
+    without = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=False))
     tmp = final.with_name(final.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -399,7 +400,8 @@ def run_onto(
         **base_card,
         "pointer": {**_pointer_card(pointing, work), "onto": str(base), "command": command},
         "skills": measure_skills(cfg, tmp, work, progress),
-        "skills_without_pointer": base_card["skills"],
+        # the same weights with the pointer off, measured by today's code (not the old card's)
+        "skills_without_pointer": measure_skills(without, tmp, work, progress),
         "model_config": card_model_config(model.config),
         "parameters": model.num_parameters(),
         "pointer_wall_s": time.perf_counter() - started,

@@ -283,3 +283,24 @@ def test_fitting_the_pointer_alone_moves_the_head_only_and_lowers_its_held_out_l
     with pytest.raises(ValueError, match="pointer head"):
         plain, _ = _tiny()
         train_sft(AutoUIPolicy(plain, tokenizer), demos, settings, pointer_only=True)
+
+
+def test_a_head_without_elements_samples_and_scores_as_a_model_without_it() -> None:
+    """``agent.pointer: false`` with a base that carries the head: no row offers an element, so
+    the draws and log-probs are those of the same weights without the head."""
+    plain, tokenizer = _tiny()
+    pointing, _ = _tiny()
+    pointing.add_pointer(0)
+    obs = _observations(12, plain.image_dim, "none")
+    outs = []
+    for model in (plain, pointing):
+        policy = AutoUIPolicy(
+            model, tokenizer, temperature=1.0, max_new_tokens=400,
+            grammar=grammar_for(tokenizer, model.vocab_size),
+        )  # fmt: skip
+        sampled = policy.sample(obs, generator=torch.Generator().manual_seed(5))
+        taps = [format_action(tap(0.1 * (i % 9), 0.5)) for i in range(len(obs))]
+        outs.append((sampled.texts, sampled.log_probs, policy.log_prob(obs, taps)))
+    assert outs[0][0] == outs[1][0]
+    torch.testing.assert_close(outs[0][1], outs[1][1])
+    torch.testing.assert_close(outs[0][2], outs[1][2])  # taps scored through the touch point
