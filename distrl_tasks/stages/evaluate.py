@@ -13,8 +13,9 @@ Decoding is greedy by default: a model comparison then depends only on the weigh
 sampling noise of 96 episodes (a 40% policy has a binomial standard deviation of 5 points at
 n = 96). ``greedy=False`` samples with a fixed seed instead (the papers' actors sample).
 
-Idempotent: the manifest is keyed by task set, split, task list and a digest of the checkpoint's
-files; a finished evaluation is returned from ``runs/eval/`` without running anything.
+Idempotent: the manifest is keyed by task set, split, task list, a digest of the checkpoint's
+files, the decoding, the world and the pointer's elements; a finished evaluation is returned
+from ``runs/eval/`` without running anything.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ from distrl_tasks.tracking.versions import eval_tasks_key
 EVAL_DIR = Path("runs") / "eval"
 # Part of every cached evaluation's name: bump it when the verdicts of the same checkpoint on
 # the same tasks change (2: cut-off outputs became invalid actions; 3: typed-query match added to
-# the manifest), so no stale result is reused.
-PROTOCOL = 3
+# the manifest; 4: the pointer's offered elements joined the key), so no stale result is reused.
+PROTOCOL = 4
 # Decoding budget that holds any canonical AutoUI action including typed text, per tokenizer: a
 # byte-level one spends a token per byte (the config's 128 cuts such actions off), the bootstrap's
 # SentencePiece vocabulary at most 77 tokens over every General and WebShop expert action. An
@@ -162,6 +163,8 @@ def run(
     mode = "greedy" if greedy else f"sample{seed}"
     # the live world changes the verdicts: a result is reused only under the same profile
     dynamics = cfg.sim.dynamics.profile if adb_address is None else "external"
+    # so does the pointer: the same weights act otherwise when the screens offer elements
+    mode += f"-pointer{cfg.agent.tap_elements}" if cfg.agent.tap_elements else ""
     path = manifest_path(workdir, task_set, split, key, digest, f"{mode}-{dynamics}")
     if path.exists():
         return {**located_paths(json.loads(path.read_text()), path.parent), "reused": True}

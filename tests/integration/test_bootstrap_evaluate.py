@@ -108,6 +108,12 @@ def test_evaluate_stage_plays_the_first_n_test_goals_once_and_is_idempotent(tmp_
     assert Path(tmp_path, "runs", "eval").is_dir()
     again = evaluate.run(cfg, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
     assert again["reused"] and {**again, "reused": False} == m
+    # the same weights with the pointer on act otherwise: not the cached result
+    pointing = dataclasses.replace(
+        cfg, agent=dataclasses.replace(cfg.agent, pointer=True, constrained_decoding=True)
+    )
+    other = evaluate.run(pointing, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
+    assert not other["reused"]
 
 
 def test_more_evaluation_devices_change_no_verdict(tmp_path) -> None:
