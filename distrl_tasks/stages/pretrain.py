@@ -50,6 +50,7 @@ from distrl_tasks.agents.tokenizer import SentencePieceTokenizer
 from distrl_tasks.algorithms.sft import (
     DEMO_COLUMNS,
     Demo,
+    SFTResult,
     SFTSettings,
     demos_from_rows,
     train_sft,
@@ -290,7 +291,7 @@ def _settings(cfg: Config) -> SFTSettings:
     )
 
 
-def _part_ended(cfg: Config, result: Any) -> dict[str, Any]:
+def _part_ended(cfg: Config, result: SFTResult) -> dict[str, Any]:
     print(
         f"pretrain: part {result.parts} ended after {cfg.agent.pretrain.time_budget_s:.0f} s at "
         f"step {result.steps} (held-out loss {_last_heldout(result)}); run the same command "
@@ -307,7 +308,7 @@ def fit_pointer(
     work: Path,
     seed: int,
     progress: bool,
-) -> Any:
+) -> SFTResult:
     """Give ``policy``'s model a new pointer head and fit it alone on the corpus's demonstrated
     taps and swipes (``train_sft(pointer_only=True)``, the same plateau rule and settings as
     the token model; state under ``runs/pretrain/pointer_state``, resumable). Every other
@@ -333,7 +334,7 @@ def fit_pointer(
         )
 
 
-def _pointer_card(result: Any, work: Path) -> dict[str, Any]:
+def _pointer_card(result: SFTResult, work: Path) -> dict[str, Any]:
     return {
         "fitted": "the head alone, onto the finished model (pretrain.fit_pointer)",
         "corpus_sha256": corpus_sha256(work),
