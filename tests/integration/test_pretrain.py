@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from distrl_tasks.agents.checkpoint import save_checkpoint
 from distrl_tasks.agents.shipped_base import CARD_FILE, load_base
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
@@ -88,14 +89,27 @@ def test_pretrain_with_the_pointer_trains_and_ships_the_head(tmp_path: Path) -> 
     assert card["pointer"]["corpus_sha256"] == card["corpus"]["sha256"]
 
 
+def _headless_shipped_base(directory: Path) -> Path:
+    """The shipped base's weights and card without its pointer head (a base that predates it)."""
+    model, tokenizer, card = load_base("shipped")  # type: ignore[misc]
+    model.pointer_head = None
+    model.config.pointer = False
+    save_checkpoint(model, tokenizer, directory)
+    card["model_config"]["pointer"] = False
+    (directory / CARD_FILE).write_text(json.dumps(card))
+    return directory
+
+
 def test_pretrain_onto_fits_the_pointer_and_keeps_the_bases_weights(tmp_path: Path) -> None:
     cfg = small_cfg()
+    headless = _headless_shipped_base(tmp_path / "headless")
     with pytest.raises(ValueError, match=r"agent\.pointer=true"):
-        pretrain.run_onto(cfg, "shipped", workdir=tmp_path)
+        pretrain.run_onto(cfg, headless, workdir=tmp_path)
     cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=True))
     out = tmp_path / "with-pointer"
-    card = pretrain.run_onto(cfg, "shipped", workdir=tmp_path, out=out, command="onto test")
-    base, _, base_card = load_base("shipped")  # type: ignore[misc]
+    card = pretrain.run_onto(cfg, headless, workdir=tmp_path, out=out, command="onto test")
+    base, _, base_card = load_base(str(headless))  # type: ignore[misc]
+    assert base.pointer_head is None
     model, _, saved_card = load_base(str(out))  # type: ignore[misc]
     assert model.pointer_head is not None and saved_card["pointer"]["command"] == "onto test"
     assert set(card["skills_without_pointer"]) == set(card["skills"]) == set(base_card["skills"])
@@ -105,4 +119,4 @@ def test_pretrain_onto_fits_the_pointer_and_keeps_the_bases_weights(tmp_path: Pa
     for name, value in base.state_dict().items():
         torch.testing.assert_close(weights[name], value, msg=name)
     with pytest.raises(ValueError, match="already has a pointer head"):
-        pretrain.run_onto(cfg, str(out), workdir=tmp_path)
+        pretrain.run_onto(cfg, "shipped", workdir=tmp_path)  # the shipped base carries one
