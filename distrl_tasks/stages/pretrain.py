@@ -37,6 +37,8 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -197,9 +199,7 @@ def run(
     tok = SentencePieceTokenizer(
         train_tokenizer(texts, work / "tokenizer", vocab_size=pc.sft.vocab_size)
     )
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(pc.pretrain.threads or len(os.sched_getaffinity(0)))
-    try:
+    with _training_threads(cfg):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(pc))
@@ -226,14 +226,10 @@ def run(
         pointing = None
         if pc.pointer and result.stopped != "time_budget":
             pointing = fit_pointer(cfg, policy, demos, heldout, work, seed, progress)
-    finally:
-        torch.set_num_threads(previous_threads)
     for part in (result, pointing):
         if part is not None and part.stopped == "time_budget":
             return _part_ended(cfg, part)
-    tmp = final.with_name(final.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    tmp = _scratch_for(final)
     policy.save(tmp, metadata={"algorithm": "pretrain", "round": -1, "steps": result.steps})
     skills = measure_skills(cfg, tmp, work, progress)
     card = {
@@ -270,6 +266,32 @@ def run(
         "wall_s": time.perf_counter() - started,
         "rebuild": REBUILD,
     }
+    return _publish(cfg, workdir, tmp, final, card)
+
+
+@contextmanager
+def _training_threads(cfg: Config) -> Iterator[None]:
+    """Torch threads as ``agent.pretrain.threads`` says while training, restored after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(cfg.agent.pretrain.threads or len(os.sched_getaffinity(0)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _scratch_for(final: Path) -> Path:
+    """An empty ``<final>.tmp`` beside the output (a crashed run's is removed)."""
+    tmp = final.with_name(final.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    return tmp
+
+
+def _publish(
+    cfg: Config, workdir: str | os.PathLike, tmp: Path, final: Path, card: dict[str, Any]
+) -> dict[str, Any]:
+    """Write the card into ``tmp``, move it into place as ``final`` atomically and log it."""
     (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
     final.parent.mkdir(parents=True, exist_ok=True)
     publish_dir(tmp, final)
@@ -383,18 +405,12 @@ def run_onto(
     demos, _ = record_demos(cfg, work, progress)
     heldout, _ = record_demos(cfg, work, progress, heldout=True)
     policy = AutoUIPolicy(model, tokenizer, max_prompt_tokens=cfg.agent.max_prompt_tokens)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.agent.pretrain.threads or len(os.sched_getaffinity(0)))
-    try:
+    with _training_threads(cfg):
         pointing = fit_pointer(cfg, policy, demos, heldout, work, seed, progress)
-    finally:
-        torch.set_num_threads(previous_threads)
     if pointing.stopped == "time_budget":
         return _part_ended(cfg, pointing)
     without = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=False))
-    tmp = final.with_name(final.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    tmp = _scratch_for(final)
     metadata = {"algorithm": "pretrain", "round": -1, "steps": base_card["training"]["steps"]}
     policy.save(tmp, metadata=metadata)
     card = {
@@ -407,11 +423,7 @@ def run_onto(
         "parameters": model.num_parameters(),
         "pointer_wall_s": time.perf_counter() - started,
     }
-    (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    publish_dir(tmp, final)
-    _log(cfg, workdir, card, final)
-    return {**card, "checkpoint_dir": str(final)}
+    return _publish(cfg, workdir, tmp, final, card)
 
 
 def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) -> dict[str, Any]:
