@@ -35,7 +35,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,7 +59,7 @@ from distrl_tasks.algorithms.sft import (
 )
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
-from distrl_tasks.protocol.files import atomic_write_text, publish_dir
+from distrl_tasks.protocol.files import atomic_directory, atomic_write_text
 from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.stages.common import tracker
@@ -229,44 +228,46 @@ def run(
     for part in (result, pointing):
         if part is not None and part.stopped == "time_budget":
             return _part_ended(cfg, part)
-    tmp = _scratch_for(final)
-    policy.save(tmp, metadata={"algorithm": "pretrain", "round": -1, "steps": result.steps})
-    skills = measure_skills(cfg, tmp, work, progress)
-    card = {
-        "name": "distrl-tiny-base",
-        "command": command,
-        "seed": seed,
-        "corpus": {
-            "goals": goal_counts,
-            "demonstrations": demo_stats,
-            "examples": len(demos),
-            "sha256": corpus_sha256(work),
-            "dynamics": cfg.sim.dynamics.bootstrap_profile,
-            "mistake_rate": pc.pretrain.mistake_rate,
-            "search_share": pc.pretrain.search_share,
-        },
-        "training": {
-            "steps": result.steps,
-            "batch_size": settings.batch_size,
-            "lr": settings.lr,
-            "examples_seen": result.examples,
-            "final_loss": result.losses[-1] if result.losses else None,
-            "heldout_loss": result.heldout,
-            "best_step": result.best_step,
-            "rate_cuts_at": result.decays,
-            "stopped": result.stopped,
-            "parts": result.parts,
-            "train_wall_s": result.wall_s,
-            "threads": pc.pretrain.threads or len(os.sched_getaffinity(0)),
-        },
-        **({"pointer": _pointer_card(pointing, work)} if pointing is not None else {}),
-        "skills": skills,
-        "model_config": card_model_config(model.config),
-        "parameters": model.num_parameters(),
-        "wall_s": time.perf_counter() - started,
-        "rebuild": REBUILD,
-    }
-    return _publish(cfg, workdir, tmp, final, card)
+    with atomic_directory(final) as tmp:
+        policy.save(tmp, metadata={"algorithm": "pretrain", "round": -1, "steps": result.steps})
+        skills = measure_skills(cfg, tmp, work, progress)
+        card = {
+            "name": "distrl-tiny-base",
+            "command": command,
+            "seed": seed,
+            "corpus": {
+                "goals": goal_counts,
+                "demonstrations": demo_stats,
+                "examples": len(demos),
+                "sha256": corpus_sha256(work),
+                "dynamics": cfg.sim.dynamics.bootstrap_profile,
+                "mistake_rate": pc.pretrain.mistake_rate,
+                "search_share": pc.pretrain.search_share,
+            },
+            "training": {
+                "steps": result.steps,
+                "batch_size": settings.batch_size,
+                "lr": settings.lr,
+                "examples_seen": result.examples,
+                "final_loss": result.losses[-1] if result.losses else None,
+                "heldout_loss": result.heldout,
+                "best_step": result.best_step,
+                "rate_cuts_at": result.decays,
+                "stopped": result.stopped,
+                "parts": result.parts,
+                "train_wall_s": result.wall_s,
+                "threads": pc.pretrain.threads or len(os.sched_getaffinity(0)),
+            },
+            **({"pointer": _pointer_card(pointing, work)} if pointing is not None else {}),
+            "skills": skills,
+            "model_config": card_model_config(model.config),
+            "parameters": model.num_parameters(),
+            "wall_s": time.perf_counter() - started,
+            "rebuild": REBUILD,
+        }
+        (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
+    _log(cfg, workdir, card, final)
+    return {**card, "checkpoint_dir": str(final)}
 
 
 @contextmanager
@@ -278,25 +279,6 @@ def _training_threads(cfg: Config) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def _scratch_for(final: Path) -> Path:
-    """An empty ``<final>.tmp`` beside the output (a crashed run's is removed)."""
-    tmp = final.with_name(final.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    return tmp
-
-
-def _publish(
-    cfg: Config, workdir: str | os.PathLike, tmp: Path, final: Path, card: dict[str, Any]
-) -> dict[str, Any]:
-    """Write the card into ``tmp``, move it into place as ``final`` atomically and log it."""
-    (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    publish_dir(tmp, final)
-    _log(cfg, workdir, card, final)
-    return {**card, "checkpoint_dir": str(final)}
 
 
 def _settings(cfg: Config) -> SFTSettings:
@@ -410,20 +392,22 @@ def run_onto(
     if pointing.stopped == "time_budget":
         return _part_ended(cfg, pointing)
     without = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=False))
-    tmp = _scratch_for(final)
     metadata = {"algorithm": "pretrain", "round": -1, "steps": base_card["training"]["steps"]}
-    policy.save(tmp, metadata=metadata)
-    card = {
-        **base_card,
-        "pointer": {**_pointer_card(pointing, work), "onto": str(base), "command": command},
-        "skills": measure_skills(cfg, tmp, work, progress),
-        # the same weights with the pointer off, measured by today's code (not the old card's)
-        "skills_without_pointer": measure_skills(without, tmp, work, progress),
-        "model_config": card_model_config(model.config),
-        "parameters": model.num_parameters(),
-        "pointer_wall_s": time.perf_counter() - started,
-    }
-    return _publish(cfg, workdir, tmp, final, card)
+    with atomic_directory(final) as tmp:
+        policy.save(tmp, metadata=metadata)
+        card = {
+            **base_card,
+            "pointer": {**_pointer_card(pointing, work), "onto": str(base), "command": command},
+            "skills": measure_skills(cfg, tmp, work, progress),
+            # the same weights with the pointer off, measured by today's code (not the old card's)
+            "skills_without_pointer": measure_skills(without, tmp, work, progress),
+            "model_config": card_model_config(model.config),
+            "parameters": model.num_parameters(),
+            "pointer_wall_s": time.perf_counter() - started,
+        }
+        (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
+    _log(cfg, workdir, card, final)
+    return {**card, "checkpoint_dir": str(final)}
 
 
 def measure_skills(cfg: Config, checkpoint: Path, work: Path, progress: bool) -> dict[str, Any]:

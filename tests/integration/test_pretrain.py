@@ -13,6 +13,7 @@ from distrl_tasks.agents.checkpoint import save_checkpoint
 from distrl_tasks.agents.shipped_base import CARD_FILE, load_base
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
+from distrl_tasks.protocol.files import TEMP_MARKER
 from distrl_tasks.stages import pretrain
 from distrl_tasks.tasks.generators import HeldOut, normalise
 
@@ -63,7 +64,7 @@ def test_pretrain_writes_a_loadable_base_with_its_card(tmp_path: Path) -> None:
     assert sum(f["episodes"] for f in general["per_family"].values()) == general["episodes"]
     assert len(general["per_family"]) == 15
     assert json.loads((out / CARD_FILE).read_text())["corpus"] == card["corpus"]
-    assert not (tmp_path / "base.tmp").exists()
+    assert not list(out.parent.glob(f".{out.name}{TEMP_MARKER}*"))  # no scratch left beside it
     loaded = load_base(str(out))
     assert loaded is not None and loaded[2]["corpus"]["sha256"] == card["corpus"]["sha256"]
     # rerun: goal files and demonstrations are reused, so the corpus is the same
