@@ -39,6 +39,7 @@ from distrl_tasks.bench.learning import run_one
 from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import dated_record, write_record
 from distrl_tasks.bench.setup import LearningBenchSettings, bootstrap_sft
+from distrl_tasks.stages.common import torch_threads
 
 DEFAULT_LRS = (3e-6, 1e-5, 3e-5)
 START_MARK, END_MARK = "<!-- ablation:start -->", "<!-- ablation:end -->"
@@ -173,8 +174,6 @@ def run_ablation(
     log: Callable[[str], None] = print,
 ) -> tuple[str, list[ArmResult]]:
     """Run (or reuse) every arm at every learning rate; returns the table and the results."""
-    import torch  # lazy: torch (bench modules load light)
-
     if not lrs or any(not lr > 0 for lr in lrs):
         raise ValueError(f"lrs must be positive learning rates, got {list(lrs)}")
     selected = arms(parts, arm_names)
@@ -182,9 +181,8 @@ def run_ablation(
     if fresh:
         shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
-    started, threads = time.perf_counter(), torch.get_num_threads()
-    torch.set_num_threads(base.threads)
-    try:
+    started = time.perf_counter()
+    with torch_threads(base.threads):
         sft = {ts: bootstrap_sft(base, ts, root, log=log) for ts in base.task_sets}
         results = []
         for arm in selected:
@@ -198,8 +196,6 @@ def run_ablation(
             results.append(ArmResult(arm, records))
             s = results[-1].summary()
             log(f"[ablation] {arm.name}: lr {s['lr']:g}, test {s['test_mean']:.1%}")
-    finally:
-        torch.set_num_threads(threads)
     wall = time.perf_counter() - started
     table = ablation_table(results, {ts: p.success["test"] for ts, p in sft.items()})
     if results_file is not None:

@@ -98,7 +98,7 @@ from distrl_tasks.bench.setup import (
     sft_overrides,
 )
 from distrl_tasks.orchestration.pipeline import RoundResult, run_rounds
-from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest
+from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest, torch_threads
 
 MAX_ROUNDS = 100_000  # the budget, not a round count, ends a run
 EXPERIMENT = "learning-bench"
@@ -548,7 +548,6 @@ def run_benchmark(
     With ``export_dir``, each SFT policy and finished run also gets a portable export there
     (``bench.export``), and a run exported there before, on any machine, is not run again.
     """
-    import torch  # lazy: torch (bench modules load light)
 
     from distrl_tasks.tracking.runs import KIND_TAG, Tracker  # lazy: mlflow + pyarrow
 
@@ -561,93 +560,93 @@ def run_benchmark(
     if fresh:
         shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
-    started, threads = time.perf_counter(), torch.get_num_threads()
+    started = time.perf_counter()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     tracker = Tracker("sqlite:///runs/mlflow.db", EXPERIMENT, root=root)
     parent = tracker.start_run(f"learning-bench-{settings.preset}", tags={KIND_TAG: "benchmark"})
-    torch.set_num_threads(settings.threads)
-    try:
-        parent.log_params(settings.as_params())
-        sft = {ts: bootstrap_sft(settings, ts, root, log=log) for ts in settings.task_sets}
-        exports: dict[str, PolicyExport] = {}
-        export_root = Path(export_dir) if export_dir is not None else None
-        for p in sft.values():
-            _export_missing(
-                export_root, p.workdir.name, lambda p=p: sft_export(settings, p), exports, log
-            )
-        records, local = [], 0
-        # seed by seed: an interrupted benchmark holds every method for the seeds it finished
-        for ts, seed, method in itertools.product(
-            settings.task_sets, settings.seeds, settings.methods
-        ):
-            tags = {KIND_TAG: "bench-run", "method": method, "task_set": ts}
-            params = {"method": method, "task_set": ts, "seed": seed, **settings.as_params()}
-            with parent.stage_run(f"{method}-{ts}-s{seed}", params=params, tags=tags) as child:
-                record = run_one(
-                    settings, method, ts, seed, sft[ts], root, export_dir=export_root, log=log
-                )
-                _log_record(child, record)
-            records.append(record)
-            workdir = run_dir(settings, method, ts, seed, sft[ts], root)
-            if workdir.exists():
+    with torch_threads(settings.threads):
+        try:
+            parent.log_params(settings.as_params())
+            sft = {ts: bootstrap_sft(settings, ts, root, log=log) for ts in settings.task_sets}
+            exports: dict[str, PolicyExport] = {}
+            export_root = Path(export_dir) if export_dir is not None else None
+            for p in sft.values():
                 _export_missing(
-                    export_root,
-                    workdir.name,
-                    lambda r=record, p=sft[ts]: run_export(settings, r, p, root),
-                    exports,
-                    log,
+                    export_root, p.workdir.name, lambda p=p: sft_export(settings, p), exports, log
                 )
-                local += export_root is None
-            else:
-                exports[workdir.name] = read_export(export_root, workdir.name)
-        beside = variants_beside(settings, sft, root, export_root, exports)
-        base = own_base(settings)
-        sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
-        table = results_table(records + beside, sft_cols, settings.methods, base)
-        targets = evaluate_targets(records, sft_cols, settings.budget_s, base)
-        details = run_details_table(records + beside, settings.methods, base)
-        details += "\n\n" + provenance_note(list(exports.values()), local, sft)
-        counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
-        details += "\n\n" + family_tables(counts, settings.methods, list(sft))
-        if settings.reference_profiles:
-            details += "\n\n" + reference_table(
-                settings, records, sft, root, exports=exports, log=log
+            records, local = [], 0
+            # seed by seed: an interrupted benchmark holds every method for the seeds it finished
+            for ts, seed, method in itertools.product(
+                settings.task_sets, settings.seeds, settings.methods
+            ):
+                tags = {KIND_TAG: "bench-run", "method": method, "task_set": ts}
+                params = {"method": method, "task_set": ts, "seed": seed, **settings.as_params()}
+                with parent.stage_run(f"{method}-{ts}-s{seed}", params=params, tags=tags) as child:
+                    record = run_one(
+                        settings, method, ts, seed, sft[ts], root, export_dir=export_root, log=log
+                    )
+                    _log_record(child, record)
+                records.append(record)
+                workdir = run_dir(settings, method, ts, seed, sft[ts], root)
+                if workdir.exists():
+                    _export_missing(
+                        export_root,
+                        workdir.name,
+                        lambda r=record, p=sft[ts]: run_export(settings, r, p, root),
+                        exports,
+                        log,
+                    )
+                    local += export_root is None
+                else:
+                    exports[workdir.name] = read_export(export_root, workdir.name)
+            beside = variants_beside(settings, sft, root, export_root, exports)
+            base = own_base(settings)
+            sft_cols = {
+                (ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")
+            }
+            table = results_table(records + beside, sft_cols, settings.methods, base)
+            targets = evaluate_targets(records, sft_cols, settings.budget_s, base)
+            details = run_details_table(records + beside, settings.methods, base)
+            details += "\n\n" + provenance_note(list(exports.values()), local, sft)
+            counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
+            details += "\n\n" + family_tables(counts, settings.methods, list(sft))
+            if settings.reference_profiles:
+                details += "\n\n" + reference_table(
+                    settings, records, sft, root, exports=exports, log=log
+                )
+            round_sft = {ts: p.success["round"] for ts, p in sft.items()}
+            plots = plot_curves(
+                records + beside, round_sft, settings.methods, plots_dir, settings.budget_s, base
             )
-        round_sft = {ts: p.success["round"] for ts, p in sft.items()}
-        plots = plot_curves(
-            records + beside, round_sft, settings.methods, plots_dir, settings.budget_s, base
-        )
-        wall = time.perf_counter() - started
-        section = results_section(
-            table=table,
-            details=details,
-            targets=targets,
-            plots=plots,
-            results_dir=Path(results_file).resolve().parent if results_file else plots_dir,
-            settings_lines=describe_settings(
-                settings,
-                {ts: p.steps for ts, p in sft.items()},
-                cfg.algorithm,
-                cfg.orchestration.eval_devices,
-                cfg.sim.dynamics.bootstrap_profile,
-            ),
-            machine=machine_info(),
-            date=date,
-            command=command,
-            wall_s=wall,
-        )
-        if results_file is not None:
-            write_record(record_path, section)
-        _log_outputs(parent, section, records, plots)
-        parent.log_metrics({"perf/bench_wall_s": wall})
-    except Exception:
-        parent.end("FAILED")
-        raise
-    except BaseException:  # interrupted: the finished runs are cached for the next invocation
-        parent.end("KILLED")
-        raise
-    finally:
-        torch.set_num_threads(threads)
+            wall = time.perf_counter() - started
+            section = results_section(
+                table=table,
+                details=details,
+                targets=targets,
+                plots=plots,
+                results_dir=Path(results_file).resolve().parent if results_file else plots_dir,
+                settings_lines=describe_settings(
+                    settings,
+                    {ts: p.steps for ts, p in sft.items()},
+                    cfg.algorithm,
+                    cfg.orchestration.eval_devices,
+                    cfg.sim.dynamics.bootstrap_profile,
+                ),
+                machine=machine_info(),
+                date=date,
+                command=command,
+                wall_s=wall,
+            )
+            if results_file is not None:
+                write_record(record_path, section)
+            _log_outputs(parent, section, records, plots)
+            parent.log_metrics({"perf/bench_wall_s": wall})
+        except Exception:
+            parent.end("FAILED")
+            raise
+        except BaseException:  # interrupted: the finished runs are cached for the next invocation
+            parent.end("KILLED")
+            raise
     parent.end("FINISHED")
     log(f"\n{table}\n")
     for t in targets:

@@ -51,6 +51,7 @@ from distrl_tasks.data.shards import read_shards
 from distrl_tasks.protocol.files import atomic_directory, atomic_write_json
 from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import collect, evaluate
+from distrl_tasks.stages.common import torch_threads
 from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.registry import ModelRegistry
 
@@ -212,9 +213,7 @@ def run(
     if not demos:
         raise RuntimeError("bootstrap: the expert produced no successful demonstration to clone")
 
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
-    try:
+    with torch_threads(threads):
         policy = initial_policy(cfg, demos, tokenizer, out, seed)
         policy.max_new_tokens = evaluate.decode_budget(policy)
         with progress_bar(
@@ -239,8 +238,6 @@ def run(
                 progress=progress,
             )
             success[split] = evals[split]["success_rate"]
-    finally:
-        torch.set_num_threads(previous_threads)
 
     first = evals[eval_splits[0]]
     version = registry.register_checkpoint(

@@ -209,3 +209,17 @@ def stage_run(cfg: Config, workdir: str | os.PathLike, round_: int, stage: str) 
         run_id = parent.run_id
     with track.round_run(round_, run_id=run_id) as parent, parent.stage_run(stage) as run:
         yield run
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Torch's intra-op threads set to ``threads`` (0 or None: every core this process may use),
+    and restored after, so a stage's budget does not leak into whatever runs next in-process."""
+    import torch  # lazy: stages that never train load light
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

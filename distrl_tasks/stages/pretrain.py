@@ -36,8 +36,6 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +60,7 @@ from distrl_tasks.data.shards import read_shards
 from distrl_tasks.protocol.files import atomic_directory, atomic_write_text
 from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import collect, evaluate
-from distrl_tasks.stages.common import tracker
+from distrl_tasks.stages.common import torch_threads, tracker
 from distrl_tasks.tasks.generators import balanced_corpus
 from distrl_tasks.tasks.task import GENERAL, TASK_SETS, WEBSHOP
 from distrl_tasks.tasks.taskset import load_goals
@@ -198,7 +196,7 @@ def run(
     tok = SentencePieceTokenizer(
         train_tokenizer(texts, work / "tokenizer", vocab_size=pc.sft.vocab_size)
     )
-    with _training_threads(cfg):
+    with torch_threads(cfg.agent.pretrain.threads):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(pc))
@@ -268,17 +266,6 @@ def run(
         (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
     _log(cfg, workdir, card, final)
     return {**card, "checkpoint_dir": str(final)}
-
-
-@contextmanager
-def _training_threads(cfg: Config) -> Iterator[None]:
-    """Torch threads as ``agent.pretrain.threads`` says while training, restored after."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(cfg.agent.pretrain.threads or len(os.sched_getaffinity(0)))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _settings(cfg: Config) -> SFTSettings:
@@ -387,7 +374,7 @@ def run_onto(
     demos, _ = record_demos(cfg, work, progress)
     heldout, _ = record_demos(cfg, work, progress, heldout=True)
     policy = AutoUIPolicy(model, tokenizer, max_prompt_tokens=cfg.agent.max_prompt_tokens)
-    with _training_threads(cfg):
+    with torch_threads(cfg.agent.pretrain.threads):
         pointing = fit_pointer(cfg, policy, demos, heldout, work, seed, progress)
     if pointing.stopped == "time_budget":
         return _part_ended(cfg, pointing)
