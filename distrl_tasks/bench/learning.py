@@ -548,7 +548,6 @@ def run_benchmark(
     With ``export_dir``, each SFT policy and finished run also gets a portable export there
     (``bench.export``), and a run exported there before, on any machine, is not run again.
     """
-
     from distrl_tasks.tracking.runs import KIND_TAG, Tracker  # lazy: mlflow + pyarrow
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
