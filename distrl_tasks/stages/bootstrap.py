@@ -213,7 +213,7 @@ def run(
     if not demos:
         raise RuntimeError("bootstrap: the expert produced no successful demonstration to clone")
 
-    with torch_threads(threads):
+    with torch_threads(threads) as used_threads:
         policy = initial_policy(cfg, demos, tokenizer, out, seed)
         policy.max_new_tokens = evaluate.decode_budget(policy)
         with progress_bar(
@@ -276,7 +276,7 @@ def run(
         "demo_labels": DEMO_LABELS if cfg.env.device_kind == "sim" else cfg.evaluator.kind,
         "eval_wall_s": {s: e["wall_s"] for s, e in evals.items()},
         "wall_s": time.perf_counter() - started,
-        "threads": threads or len(os.sched_getaffinity(0)),
+        "threads": used_threads,
     }
     atomic_write_json(manifest_file, manifest)
     return manifest

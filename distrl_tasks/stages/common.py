@@ -212,14 +212,16 @@ def stage_run(cfg: Config, workdir: str | os.PathLike, round_: int, stage: str) 
 
 
 @contextlib.contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """Torch's intra-op threads set to ``threads`` (0 or None: every core this process may use),
-    and restored after, so a stage's budget does not leak into whatever runs next in-process."""
+def torch_threads(threads: int | None) -> Iterator[int]:
+    """Torch's intra-op threads set to ``threads`` (0 or None: every core this process may use)
+    and restored after, so a stage's budget does not leak into whatever runs next in-process.
+    Yields the count set (what a manifest or card records)."""
     import torch  # lazy: stages that never train load light
 
     previous = torch.get_num_threads()
-    torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
+    used = threads or len(os.sched_getaffinity(0))
+    torch.set_num_threads(used)
     try:
-        yield
+        yield used
     finally:
         torch.set_num_threads(previous)

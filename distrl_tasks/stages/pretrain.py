@@ -196,7 +196,7 @@ def run(
     tok = SentencePieceTokenizer(
         train_tokenizer(texts, work / "tokenizer", vocab_size=pc.sft.vocab_size)
     )
-    with torch_threads(cfg.agent.pretrain.threads):
+    with torch_threads(cfg.agent.pretrain.threads) as used_threads:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(pc))
@@ -254,7 +254,7 @@ def run(
                 "stopped": result.stopped,
                 "parts": result.parts,
                 "train_wall_s": result.wall_s,
-                "threads": pc.pretrain.threads or len(os.sched_getaffinity(0)),
+                "threads": used_threads,
             },
             **({"pointer": _pointer_card(pointing, work)} if pointing is not None else {}),
             "skills": skills,

@@ -19,15 +19,17 @@ def restore_threads():
 
 
 def test_sets_the_count_for_the_block_and_restores_the_previous_one(restore_threads) -> None:
-    with torch_threads(1):
+    with torch_threads(1) as used:
+        assert used == 1
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == 3
 
 
 @pytest.mark.parametrize("threads", [0, None])
 def test_zero_or_none_means_every_core_this_process_may_use(restore_threads, threads) -> None:
-    with torch_threads(threads):
-        assert torch.get_num_threads() == len(os.sched_getaffinity(0))
+    with torch_threads(threads) as used:
+        assert used == len(os.sched_getaffinity(0))
+        assert torch.get_num_threads() == used
     assert torch.get_num_threads() == 3
 
 
