@@ -328,11 +328,14 @@ def base_identity(cfg: Config) -> str:
     return hashlib.sha256(card.read_bytes()).hexdigest()[:10] if card.is_file() else "no card"
 
 
+# Config sections the bootstrap never reads: tuning them keeps the cached SFT policy.
+SFT_UNREAD_PREFIXES: tuple[str, ...] = ("algorithm.", "orchestration.continuous.")
+
+
 def sft_key(cfg: Config, settings: LearningBenchSettings) -> str:
-    """Cache key of a bootstrap: its config without ``algorithm.*`` (the bootstrap reads no RL
-    setting, so tuning an algorithm keeps the cached SFT policy), the base it starts from and the
-    SFT budget."""
-    flat = {k: v for k, v in _cache_view(cfg).items() if not k.startswith("algorithm.")}
+    """Cache key of a bootstrap: its config without the sections it never reads (the RL
+    algorithm and the continuous learner), the base it starts from and the SFT budget."""
+    flat = {k: v for k, v in _cache_view(cfg).items() if not k.startswith(SFT_UNREAD_PREFIXES)}
     budget = (settings.sft_episodes_per_device, settings.sft_steps)
     return _digest([_hashed(flat), *budget, base_identity(cfg)])
 

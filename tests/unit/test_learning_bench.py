@@ -240,6 +240,12 @@ def test_sft_cache_key_ignores_rl_settings_only() -> None:
     signed = dataclasses.replace(base.algorithm.distrl, advantage="signed")
     rl = dataclasses.replace(base.algorithm, lm_lr=3e-5, distrl=signed)
     assert sft_key(dataclasses.replace(base, algorithm=rl), smoke) == key
+    # the continuous learner acts after the bootstrap: its settings keep the SFT start too
+    cont = dataclasses.replace(base.orchestration.continuous, replay_ratio=0.05)
+    orch = dataclasses.replace(base.orchestration, continuous=cont)
+    assert sft_key(dataclasses.replace(base, orchestration=orch), smoke) == key
+    fewer = dataclasses.replace(base.orchestration, devices_per_worker=3)  # it collects on these
+    assert sft_key(dataclasses.replace(base, orchestration=fewer), smoke) != key
     faster = dataclasses.replace(base.agent.sft, lr=base.agent.sft.lr * 2)
     sft = dataclasses.replace(base.agent, sft=faster)
     assert sft_key(dataclasses.replace(base, agent=sft), smoke) != key
@@ -298,7 +304,7 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     on = dataclasses.replace(
         base, orchestration=dataclasses.replace(base.orchestration, continuous=cont)
     )
-    assert _cache_view(on)["orchestration.continuous.finish_reserve_s"] == 45.0
+    assert _cache_view(on)["orchestration.continuous.finish_reserve_s"] == 40.0
     # as a thread (the default) the learner keeps the older runs' key; its process counts
     assert "orchestration.continuous.learner_process" not in _cache_view(on)
     proc = dataclasses.replace(cont, learner_process=True)

@@ -215,7 +215,8 @@ def continuous_round(
     thread.start()
     timer = None
     if budget_s is not None:
-        delay = halt_delay(budget_s, c.finish_reserve_s, time.perf_counter() - t0)
+        check_s = last_check_s(workdir, round_)
+        delay = halt_delay(budget_s, c.finish_reserve_s + check_s, time.perf_counter() - t0)
         timer = threading.Timer(delay, halt.set)
         timer.daemon = True
         timer.start()
@@ -257,6 +258,13 @@ def halt_delay(budget_s: float, reserve_s: float, elapsed_s: float) -> float:
     """Seconds from now until the actors halt: ``reserve_s`` before the budget ends, so that the
     episodes still running and the round's closing work end inside it (never negative)."""
     return max(0.0, budget_s - reserve_s - elapsed_s)
+
+
+def last_check_s(workdir: str | os.PathLike, round_: int) -> float:
+    """Seconds the previous round's evaluation took (0 when there is none): this round closes
+    with the same check, so the actors halt that much earlier as well as the fixed reserve."""
+    manifest = common.read_manifest(workdir, round_ - 1, "evaluate") if round_ > 0 else None
+    return max(0.0, float((manifest or {}).get("wall_s", 0.0)))
 
 
 def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
