@@ -113,7 +113,7 @@ class ContinuousConfig:
     # under a wall-clock budget, the actors halt this long, plus the previous round's measured
     # evaluation time, before it, so that the episodes still running and the round's closing
     # work (shards, labels, export, the same evaluation, registration) end inside the budget
-    finish_reserve_s: float = 40.0
+    finish_reserve_s: float = 50.0
     # the learner in a process of its own (no interpreter lock shared with the actors; the shape
     # for a learner on its own device); false: a thread beside the actors. Off by default until
     # more seeds confirm its one-seed gain (benchmarks/results/2026-11-25-ablation.md)

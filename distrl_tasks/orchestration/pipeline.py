@@ -197,8 +197,10 @@ def run_rounds(
             first += 1
         if continuous.enabled(cfg):  # the learner that never waits: one continuous round
             episodes = n * cfg.orchestration.episodes_per_device
+            # it closes with the check the offline round ran: that one's time is reserved too
+            check_s = float(results[-1].evaluate.get("wall_s", 0.0)) if results else 0.0
             result = continuous.continuous_round(
-                cfg, workdir, record, first, episodes, t0, budget_s
+                cfg, workdir, record, first, episodes, t0, budget_s, check_s
             )
             if on_collect:
                 on_collect(first, result.collect, result.collected_s)

@@ -271,18 +271,6 @@ def test_actors_halt_the_reserve_before_the_budget_ends():
     assert halt_delay(900.0, 30.0, 880.0) == 0.0  # already inside the reserve: halt now
 
 
-def test_the_reserve_grows_by_the_last_check_s_measured_time(tmp_path):
-    from distrl_tasks.orchestration.actor_learner.round import last_check_s
-
-    assert last_check_s(tmp_path, 0) == 0.0  # no round before: the fixed reserve alone
-    assert last_check_s(tmp_path, 1) == 0.0  # round 0 never evaluated (online mode)
-    from distrl_tasks.stages import common
-
-    common.write_manifest(tmp_path, 0, "evaluate", {"round": 0, "wall_s": 27.5})
-    assert last_check_s(tmp_path, 1) == pytest.approx(27.5)
-    assert last_check_s(tmp_path, 2) == 0.0  # only the round just before counts
-
-
 def test_a_group_method_without_signal_pays_its_updates_and_takes_no_step(tmp_path):
     # GRPO on one group whose attempts all failed: no advantage anywhere; the owed updates are
     # skipped (no optimizer step) and paid on the board, so actors are not held at the gate

@@ -61,7 +61,7 @@ def fake_stages(monkeypatch):
             raise RuntimeError(f"trainer failed in round {result.round}")
         clock.advance(timing["learn_s"])
         calls.append(("learn", result.round))
-        result.evaluate = {"success_rate": 0.5}
+        result.evaluate = {"success_rate": 0.5, "wall_s": 1.5}  # as the evaluate stage reports
 
     monkeypatch.setattr(pipeline, "_collect", collect)
     monkeypatch.setattr(pipeline, "_label", label)
@@ -319,8 +319,9 @@ def test_continuous_mode_runs_the_online_phase_as_one_continuous_round(
     _, calls = fake_stages
     got: dict = {}
 
-    def fake_round(cfg, workdir, record, round_, episodes, t0, budget_s=None):
+    def fake_round(cfg, workdir, record, round_, episodes, t0, budget_s=None, check_s=0.0):
         got.update(round=round_, episodes=episodes, budget=budget_s, host=record["host"])
+        got.update(check_s=check_s)
         return RoundResult(round_, collect={"round": round_, "trajectories": 12}, collected_s=3.0)
 
     monkeypatch.setattr(continuous, "continuous_round", fake_round)
@@ -342,7 +343,8 @@ def test_continuous_mode_runs_the_online_phase_as_one_continuous_round(
     assert [r.round for r in results] == [0, 1] == seen
     assert ("collect", 0) in calls and ("collect", 1) not in calls
     assert got == {"round": 1, "episodes": 3 * cfg.orchestration.episodes_per_device,
-                   "budget": 50.0, "host": "h"}  # fmt: skip
+                   "budget": 50.0, "host": "h",
+                   "check_s": 1.5}  # fmt: skip  # it closes with round 0's check: reserved
     assert collected == [(0, 4), (1, 12)]
     assert calls[-1] == ("stop", 0)
     assert not continuous.enabled(_cfg(False))  # synchronous runs keep their rounds

@@ -78,6 +78,7 @@ def continuous_round(
     episodes_per_device: int,
     t0: float,
     budget_s: float | None = None,
+    check_s: float = 0.0,
 ) -> RoundResult:
     """Run actors and the continuous learner until the episodes are done or the budget ends.
 
@@ -94,6 +95,9 @@ def continuous_round(
         episodes_per_device: Episodes planned per device.
         t0: ``time.perf_counter()`` at the start of the run (for the budget).
         budget_s: Wall-clock budget of the run, from ``t0`` (None: no budget).
+        check_s: Seconds the previous round's evaluation took: this round closes with the same
+            check, so under a budget the actors halt that much earlier, on top of
+            ``finish_reserve_s``.
 
     Returns:
         The round's result, recorded like a round's stages.
@@ -215,7 +219,6 @@ def continuous_round(
     thread.start()
     timer = None
     if budget_s is not None:
-        check_s = last_check_s(workdir, round_)
         delay = halt_delay(budget_s, c.finish_reserve_s + check_s, time.perf_counter() - t0)
         timer = threading.Timer(delay, halt.set)
         timer.daemon = True
@@ -258,13 +261,6 @@ def halt_delay(budget_s: float, reserve_s: float, elapsed_s: float) -> float:
     """Seconds from now until the actors halt: ``reserve_s`` before the budget ends, so that the
     episodes still running and the round's closing work end inside it (never negative)."""
     return max(0.0, budget_s - reserve_s - elapsed_s)
-
-
-def last_check_s(workdir: str | os.PathLike, round_: int) -> float:
-    """Seconds the previous round's evaluation took (0 when there is none): this round closes
-    with the same check, so the actors halt that much earlier as well as the fixed reserve."""
-    manifest = common.read_manifest(workdir, round_ - 1, "evaluate") if round_ > 0 else None
-    return max(0.0, float((manifest or {}).get("wall_s", 0.0)))
 
 
 def _catch_up(board, halt: threading.Event, timeout_s: float = 60.0) -> None:
