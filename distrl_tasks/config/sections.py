@@ -320,7 +320,8 @@ class DataConfig:
 
     root: str = "data/trajectories"  # Parquet trajectory shards (raw/, labeled/), DVC-tracked
     replay_capacity: int = 10000  # transitions kept in the replay window
-    replay_window_rounds: int = 4  # newest rounds of shards the learner reads
+    # newest rounds of shards the learner reads (the continuous learner: that many rounds' episodes)
+    replay_window_rounds: int = 4
     dvc_remote: str = "runs/dvc-remote"  # default DVC remote: a local directory
 
     def validate(self, key: str) -> None:

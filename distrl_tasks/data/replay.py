@@ -1,7 +1,8 @@
 """Replay over the recent window of trajectories: circular, uniform or prioritized.
 
 The buffer holds whole trajectories (one Arrow table each, rows sorted by step) and counts its
-capacity in transitions: adding a trajectory evicts the oldest ones, whole, until it fits.
+capacity in transitions, and optionally in trajectories too: adding a trajectory evicts the
+oldest ones, whole, until it fits both.
 Priorities are per trajectory, as in DistRL's DPER: a trajectory is drawn with probability
 ``P(i) = p_i^alpha / sum_k p_k^alpha`` and a transition (or window start) is then drawn
 uniformly inside it. Importance weights are ``(N * P(i))^-beta`` with ``N`` the number of stored
@@ -86,6 +87,7 @@ class ReplayBuffer:
         beta: float = 0.4,
         eps: float = 1e-6,
         seed: int | None = 0,
+        max_trajectories: int | None = None,
     ) -> None:
         """Create an empty buffer.
 
@@ -95,14 +97,18 @@ class ReplayBuffer:
             beta: Importance-weight exponent (0 = no correction).
             eps: Added to every priority so that none is exactly 0.
             seed: Seed of the numpy Generator behind every draw.
+            max_trajectories: Most trajectories held at once (None: only ``capacity`` bounds).
         """
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1 transition, got {capacity}")
+        if max_trajectories is not None and max_trajectories < 1:
+            raise ValueError(f"max_trajectories must be >= 1, got {max_trajectories}")
         if not 0.0 <= alpha <= 1.0 or not 0.0 <= beta <= 1.0:
             raise ValueError(f"alpha and beta must be in [0, 1], got {alpha}, {beta}")
         if eps <= 0:
             raise ValueError(f"eps must be > 0, got {eps}")
         self.capacity = int(capacity)
+        self.max_trajectories = max_trajectories
         self.alpha, self.beta, self.eps = float(alpha), float(beta), float(eps)
         self._rng = np.random.default_rng(seed)
         # At most `capacity` trajectories fit (each has >= 1 step), so that many slots suffice.
@@ -147,6 +153,9 @@ class ReplayBuffer:
     def add(self, trajectory: pa.Table, priority: float | None = None) -> int:
         """Store one trajectory, evicting the oldest whole trajectories until it fits.
 
+        It fits when the transitions stay within ``capacity`` and the trajectories within
+        ``max_trajectories``.
+
         Args:
             trajectory: Rows of one trajectory with at least ``trajectory_id`` and ``step``.
             priority: Initial priority; default the largest priority seen so far.
@@ -158,7 +167,9 @@ class ReplayBuffer:
         n = traj.num_rows
         if n > self.capacity:
             raise ValueError(f"trajectory of {n} steps exceeds the capacity {self.capacity}")
-        while self._size + n > self.capacity:
+        while self._size + n > self.capacity or (
+            self.max_trajectories is not None and len(self._order) >= self.max_trajectories
+        ):
             self._evict_oldest()
         slot = self._next
         self._next = (self._next + 1) % self.capacity

@@ -287,3 +287,25 @@ def test_a_group_method_without_signal_pays_its_updates_and_takes_no_step(tmp_pa
     report = cl.report()
     assert report["async/updates_skipped"] == 4 and report["async/updates"] == 0
     assert lrn.step == 0 and board.version == 0  # nothing learnt, nothing published
+
+
+def test_the_replay_keeps_the_round_learners_window_counted_in_episodes(tmp_path):
+    # 2 rounds of 1 worker x 2 devices x 1 episode: the newest 4 trajectories, however short
+    from distrl_tasks.orchestration.actor_learner.continuous_learner import (
+        continuous_learner,
+        window_episodes,
+    )
+
+    cfg = config_from_dict(
+        {
+            "data": {"replay_window_rounds": 2},
+            "orchestration": {"workers": 1, "devices_per_worker": 2, "episodes_per_device": 1},
+        }
+    )
+    assert window_episodes(cfg) == 4
+    lrn = Learner(cfg, build_algorithm(cfg, build_policy(AgentConfig(), seed=0)), out_dir=tmp_path)
+    cl = continuous_learner(cfg, lrn, VersionBoard(None, 0), fresh=False)
+    for i in range(6):
+        cl.add(trajectory(f"t{i}", 2, i % 2 == 0, i))
+    assert cl._drain() == 6
+    assert cl.replay.trajectory_ids() == ["t2", "t3", "t4", "t5"] and len(cl.replay) == 8

@@ -118,6 +118,21 @@ def test_circular_eviction_drops_oldest_whole_trajectories():
         buf.add(traj("huge", 11))
 
 
+def test_trajectory_cap_evicts_oldest_whatever_their_length():
+    buf = ReplayBuffer(100, seed=0, max_trajectories=3)
+    for tid, n in (("a", 1), ("b", 9), ("c", 2)):
+        buf.add(traj(tid, n))
+    buf.add(traj("d", 1))  # 13 transitions fit 100, but a 4th trajectory does not: a goes
+    assert buf.trajectory_ids() == ["b", "c", "d"] and len(buf) == 12
+    buf.add(traj("e", 98))  # 110 transitions: b and c go, then 99 fit and the cap holds
+    assert buf.trajectory_ids() == ["d", "e"] and len(buf) == 99
+    buf.add(traj("f", 1))
+    buf.add(traj("g", 1))  # 101 transitions: d goes
+    assert buf.trajectory_ids() == ["e", "f", "g"] and len(buf) == 100
+    with pytest.raises(ValueError, match="max_trajectories"):
+        ReplayBuffer(10, max_trajectories=0)
+
+
 def test_add_checks_trajectory_shape_and_extend_groups_rows():
     buf = ReplayBuffer(20)
     with pytest.raises(ValueError, match="steps"):
