@@ -138,6 +138,7 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "env.prompt_history": 1,
     "orchestration.continuous.finish_reserve_s": 0.0,
     "orchestration.continuous.learner_process": False,
+    "orchestration.continuous.replay_window_rounds": 0,
     "algorithm.distrl.rescore": "all",
     "agent.sft.goal_mix": "file",
     "agent.exploration.element_goal_weight": 0.0,
@@ -151,6 +152,7 @@ STORAGE_KEYS: frozenset[str] = frozenset(
 MODE_KEYS: dict[str, str] = {
     "orchestration.continuous.finish_reserve_s": "orchestration.continuous.replay_ratio",
     "orchestration.continuous.learner_process": "orchestration.continuous.replay_ratio",
+    "orchestration.continuous.replay_window_rounds": "orchestration.continuous.replay_ratio",
     "agent.exploration.element_goal_weight": "agent.exploration.element_epsilon",
     # the rule narrows the grammar's text field (build_policy): free decoding has none
     "agent.goal_typing": "agent.constrained_decoding",

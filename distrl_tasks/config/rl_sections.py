@@ -104,6 +104,11 @@ class ContinuousConfig:
     # learner trains only while updates < replay_ratio * transitions seen (the ratio it reaches
     # is logged)
     replay_ratio: float = 0.0
+    # the replay keeps the episodes this many rounds collect (workers x devices_per_worker x
+    # episodes_per_device each), the round learner's window (data.replay_window_rounds) counted
+    # in episodes, so short episodes keep as much history as long ones; 0 = every episode of
+    # the run, up to data.replay_capacity transitions
+    replay_window_rounds: int = 0
     publish_every_updates: int = 8  # K: publish a new policy version every K updates ...
     publish_every_s: float = 0.0  # ... or every T seconds with at least one update (0 = off)
     # eta: an actor does not start an episode with a policy more than eta versions behind the
@@ -121,6 +126,7 @@ class ContinuousConfig:
 
     def validate(self, key: str) -> None:
         _check(self.replay_ratio >= 0, f"{key}.replay_ratio", "must be >= 0")
+        _check(self.replay_window_rounds >= 0, f"{key}.replay_window_rounds", "must be >= 0")
         _check(self.finish_reserve_s >= 0, f"{key}.finish_reserve_s", "must be >= 0")
         _check(self.publish_every_updates >= 1, f"{key}.publish_every_updates", "must be >= 1")
         _check(self.publish_every_s >= 0, f"{key}.publish_every_s", "must be >= 0")

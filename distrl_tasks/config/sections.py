@@ -320,8 +320,7 @@ class DataConfig:
 
     root: str = "data/trajectories"  # Parquet trajectory shards (raw/, labeled/), DVC-tracked
     replay_capacity: int = 10000  # transitions kept in the replay window
-    # newest rounds of shards the learner reads (the continuous learner: that many rounds' episodes)
-    replay_window_rounds: int = 4
+    replay_window_rounds: int = 4  # newest rounds of shards the learner reads
     dvc_remote: str = "runs/dvc-remote"  # default DVC remote: a local directory
 
     def validate(self, key: str) -> None:

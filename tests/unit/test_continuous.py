@@ -289,7 +289,7 @@ def test_a_group_method_without_signal_pays_its_updates_and_takes_no_step(tmp_pa
     assert lrn.step == 0 and board.version == 0  # nothing learnt, nothing published
 
 
-def test_the_replay_keeps_the_round_learners_window_counted_in_episodes(tmp_path):
+def test_the_replay_window_counts_rounds_of_episodes(tmp_path):
     # 2 rounds of 1 worker x 2 devices x 1 episode: the newest 4 trajectories, however short
     from distrl_tasks.orchestration.actor_learner.continuous_learner import (
         continuous_learner,
@@ -298,11 +298,16 @@ def test_the_replay_keeps_the_round_learners_window_counted_in_episodes(tmp_path
 
     cfg = config_from_dict(
         {
-            "data": {"replay_window_rounds": 2},
-            "orchestration": {"workers": 1, "devices_per_worker": 2, "episodes_per_device": 1},
+            "orchestration": {
+                "workers": 1,
+                "devices_per_worker": 2,
+                "episodes_per_device": 1,
+                "continuous": {"replay_window_rounds": 2},
+            },
         }
     )
     assert window_episodes(cfg) == 4
+    assert window_episodes(config_from_dict({})) is None  # the default: the whole run
     lrn = Learner(cfg, build_algorithm(cfg, build_policy(AgentConfig(), seed=0)), out_dir=tmp_path)
     cl = continuous_learner(cfg, lrn, VersionBoard(None, 0), fresh=False)
     for i in range(6):

@@ -211,24 +211,21 @@ def fresh_learner(cfg: Config, workdir: str | os.PathLike, round_: int):
     return open_learner(cfg, workdir, round_, latest), latest is None
 
 
-def window_episodes(cfg: Config) -> int:
-    """The round learner's replay window in episodes: ``data.replay_window_rounds`` rounds.
-
-    A continuous run is one round, so its window is counted in the episodes that many rounds
-    collect; counted in transitions, short episodes (General's) would keep far more history.
-    """
+def window_episodes(cfg: Config) -> int | None:
+    """The replay's window in episodes (``orchestration.continuous.replay_window_rounds``
+    rounds' collection), or None for the whole run."""
     o = cfg.orchestration
     per_round = o.workers * o.devices_per_worker * o.episodes_per_device
-    return cfg.data.replay_window_rounds * per_round
+    return o.continuous.replay_window_rounds * per_round or None
 
 
 def continuous_learner(cfg: Config, learner, board, *, fresh: bool, snapshot=None):
     """The round's :class:`ContinuousLearner` on an empty replay, publishing to ``board``.
 
-    The replay keeps the newest :func:`window_episodes` trajectories (and at most
-    ``data.replay_capacity`` transitions), as the round learner's window does. ``fresh`` (no
-    saved learner state) pre-fits the critic on the first data; ``snapshot`` turns the policy
-    into what is published (default: a frozen copy, for in-process actors).
+    The replay keeps the newest :func:`window_episodes` trajectories, at most
+    ``data.replay_capacity`` transitions. ``fresh`` (no saved learner state) pre-fits the critic
+    on the first data; ``snapshot`` turns the policy into what is published (default: a frozen
+    copy, for in-process actors).
     """
     c = cfg.orchestration.continuous
     replay = ReplayBuffer(
