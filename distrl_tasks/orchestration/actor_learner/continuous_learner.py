@@ -222,8 +222,8 @@ def window_episodes(cfg: Config) -> int | None:
 def continuous_learner(cfg: Config, learner, board, *, fresh: bool, snapshot=None):
     """The round's :class:`ContinuousLearner` on an empty replay, publishing to ``board``.
 
-    The replay keeps the newest :func:`window_episodes` trajectories, at most
-    ``data.replay_capacity`` transitions. ``fresh`` (no saved learner state) pre-fits the critic
+    The replay keeps the newest :func:`window_episodes` trajectories (all of them when None),
+    at most ``data.replay_capacity`` transitions. ``fresh`` (no saved learner state) pre-fits the critic
     on the first data; ``snapshot`` turns the policy into what is published (default: a frozen
     copy, for in-process actors).
     """
