@@ -223,9 +223,9 @@ def continuous_learner(cfg: Config, learner, board, *, fresh: bool, snapshot=Non
     """The round's :class:`ContinuousLearner` on an empty replay, publishing to ``board``.
 
     The replay keeps the newest :func:`window_episodes` trajectories (all of them when None),
-    at most ``data.replay_capacity`` transitions. ``fresh`` (no saved learner state) pre-fits the critic
-    on the first data; ``snapshot`` turns the policy into what is published (default: a frozen
-    copy, for in-process actors).
+    at most ``data.replay_capacity`` transitions. ``fresh`` (no saved learner state) pre-fits
+    the critic on the first data; ``snapshot`` turns the policy into what is published
+    (default: a frozen copy, for in-process actors).
     """
     c = cfg.orchestration.continuous
     replay = ReplayBuffer(
