@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.bench.describe import machine_info
-from distrl_tasks.bench.records import RunRecord
+from distrl_tasks.bench.records import DEFAULTS_GENERATION, RunRecord
 from distrl_tasks.protocol.files import atomic_write_json
 
 EXPORT_FORMAT = 1
@@ -72,6 +72,8 @@ class PolicyExport:
     # what its settings changed from the benchmark's defaults (bench.setup.run_overrides);
     # None: written before they were recorded
     overrides: dict[str, Any] | None = None
+    # the defaults generation they are relative to (bench.records.DEFAULTS_BEFORE)
+    overrides_generation: int = DEFAULTS_GENERATION
 
     @property
     def known_overrides(self) -> dict[str, Any] | None:
@@ -98,6 +100,8 @@ class PolicyExport:
         known = self.known_overrides
         if known is not None:
             record.overrides = known
+        if self.overrides is not None:  # the export's own overrides, of its own generation
+            record.overrides_generation = self.overrides_generation
         return record
 
 
@@ -120,6 +124,7 @@ def read_export(export_dir: Path | None, name: str) -> PolicyExport | None:
         data = json.loads(path.read_text())
         if data.get("format") != EXPORT_FORMAT:
             raise ExportError(f"format {data.get('format')!r}, expected {EXPORT_FORMAT}")
+        data.setdefault("overrides_generation", 0)  # written before the defaults first moved
         export = PolicyExport(**data)
         if export.record is not None:
             export.run_record  # noqa: B018 - a record that does not parse fails here, named

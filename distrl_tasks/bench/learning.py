@@ -74,7 +74,12 @@ from distrl_tasks.bench.profiles import (
     final_test_evaluation,
     profiles_table,
 )
-from distrl_tasks.bench.records import SFT_CHECK_SEED, RoundPoint, RunRecord
+from distrl_tasks.bench.records import (
+    DEFAULTS_GENERATION,
+    SFT_CHECK_SEED,
+    RoundPoint,
+    RunRecord,
+)
 from distrl_tasks.bench.report import (
     METHOD_LABELS,
     dated_record,
@@ -89,6 +94,7 @@ from distrl_tasks.bench.setup import (
     LearningBenchSettings,
     SFTPolicy,
     bootstrap_sft,
+    current_overrides,
     new_project,
     run_config,
     run_dir,
@@ -179,11 +185,11 @@ def own_base(settings: LearningBenchSettings) -> dict[str, Any]:
 
 
 def own_overrides(record: RunRecord, settings: LearningBenchSettings) -> RunRecord:
-    """``record``, found under the name ``settings`` give it, with its overrides filled in where
-    it was written before they were recorded: the name is the cache key of ``settings``, so
-    they are theirs."""
-    if record.overrides is None:
-        record.overrides = run_overrides(settings, record.method, record.task_set)
+    """``record``, found under the name ``settings`` give it, with their overrides: the name is
+    the cache key of ``settings``, so theirs are its own, against today's defaults (whatever
+    it recorded: nothing, before they were recorded, or against older defaults)."""
+    record.overrides = run_overrides(settings, record.method, record.task_set)
+    record.overrides_generation = DEFAULTS_GENERATION
     return record
 
 
@@ -227,6 +233,8 @@ def variants_beside(
             ts, method, seed = exported.task_set, record.method, record.seed
             if exported.name == run_dir(defaults, method, ts, seed, sft[ts], root).name:
                 record.overrides = run_overrides(defaults, method, ts)
+        record.overrides = current_overrides(record, settings.config)
+        record.overrides_generation = DEFAULTS_GENERATION
         out.append(record if record.overrides is not None else variant_record(exported))
     return out
 

@@ -17,6 +17,19 @@ from typing import Any
 
 import numpy as np
 
+# The benchmark's defaults that moved since runs recorded their overrides against them: entry g
+# holds the values, at defaults generation g, of the keys generation g + 1 moved. A record's
+# overrides are relative to its generation's defaults (bench.setup.current_overrides reads them
+# against today's).
+DEFAULTS_BEFORE: tuple[dict[str, Any], ...] = (
+    # generation 1: DistRL's continuous learner (a replay ratio, a window of 4 rounds) by default
+    {
+        "orchestration.continuous.replay_ratio": 0.0,
+        "orchestration.continuous.replay_window_rounds": 0,
+    },
+)
+DEFAULTS_GENERATION = len(DEFAULTS_BEFORE)
+
 
 @dataclass
 class RoundPoint:
@@ -51,6 +64,9 @@ class RunRecord:
     # runs under other overrides are another row of the tables. None: written before they were
     # recorded (the reader fills them in where it can tell, see bench.export)
     overrides: dict[str, Any] | None = None
+    # the defaults generation those overrides are relative to (DEFAULTS_BEFORE; 0: written
+    # before the first move)
+    overrides_generation: int = DEFAULTS_GENERATION
     # the SFT policy's per-round evaluation on this run's seed (its world), where its curve
     # starts; None: written before it was measured (see start_success)
     start_success: float | None = None
@@ -61,6 +77,7 @@ class RunRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
         data = dict(data)
+        data.setdefault("overrides_generation", 0)
         data["rounds"] = [RoundPoint(**r) for r in data.get("rounds", [])]
         data["collections"] = [(float(t), int(n)) for t, n in data.get("collections", [])]
         return cls(**data)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from distrl_tasks.bench.records import DEFAULTS_BEFORE, DEFAULTS_GENERATION, RunRecord
 from distrl_tasks.config import MOVED_KEYS, Config, load_config
 from distrl_tasks.config.algorithm_specs import ALGORITHMS, SPECS
 from distrl_tasks.sim.dynamics.catalog import PROFILES
@@ -174,6 +175,10 @@ ORACLE_UNREAD_KEYS: dict[str, Any] = {
     "evaluator.timeout_s": 60.0,
 }
 
+# What a synchronous run never reads (the train stage's ratio is the asynchronous learner's), at
+# the value every cached synchronous run hashed: DistRL's replay ratio moving keeps their cache.
+SYNC_UNREAD_KEYS: dict[str, Any] = {"orchestration.continuous.replay_ratio": 0.0}
+
 # Retired keys (config.RETIRED_KEYS) at the value the runs cached while they existed hashed
 # (the retired feature off): hashing them on keeps those runs found after the keys are gone.
 RETIRED_HASHED: dict[str, Any] = {
@@ -200,6 +205,8 @@ def _cache_view(cfg: Config) -> dict[str, Any]:
     """The config's flat values that name a cached result (see ``NEUTRAL_NEW_KEYS``), with the
     retired keys at their cached values (``RETIRED_HASHED``)."""
     flat = cfg.to_flat_dict()
+    if not flat["orchestration.asynchronous"]:
+        flat |= SYNC_UNREAD_KEYS
 
     def counts(k: str, v: Any) -> bool:
         if k in STORAGE_KEYS:
@@ -243,11 +250,38 @@ def run_overrides(settings: LearningBenchSettings, method: str, task_set: str) -
     mine = {**mine_cfg.to_flat_dict(), **_cache_view(mine_cfg)}
     default = {**default_cfg.to_flat_dict(), **_cache_view(default_cfg)}
     named = {*_cache_view(mine_cfg), *_cache_view(default_cfg)}
+    # a mode's key with the mode off in this run says nothing about it
+    named = {k for k in named if k not in MODE_KEYS or mine.get(MODE_KEYS[k])}
     out = {k: mine.get(k) for k in sorted(named) if mine.get(k) != default.get(k)}
     for name in RESULT_SETTINGS:
         if getattr(settings, name) != getattr(base, name):
             out[f"bench.{name}"] = getattr(settings, name)
     return json.loads(json.dumps(out, sort_keys=True, default=str))
+
+
+def current_overrides(record: RunRecord, config: str | None = None) -> dict[str, Any] | None:
+    """A record's overrides against today's defaults: those of an older defaults generation
+    (:data:`~distrl_tasks.bench.records.DEFAULTS_BEFORE`) are re-read as the settings they
+    stood for, with the keys that moved since at their values then. None stays None; overrides
+    that no longer load (a retired key) are returned as recorded.
+
+    Args:
+        record: The run's record (its method, task set, overrides and their generation).
+        config: The base YAML config the invocation runs on (None: the built-in defaults).
+    """
+    if record.overrides is None or record.overrides_generation >= DEFAULTS_GENERATION:
+        return record.overrides
+    then: dict[str, Any] = {}
+    for moved in DEFAULTS_BEFORE[record.overrides_generation :]:
+        for key, value in moved.items():
+            then.setdefault(key, value)  # the first move after the record's generation
+    keys = {k: v for k, v in record.overrides.items() if not k.startswith("bench.")}
+    bench = {k.removeprefix("bench."): v for k, v in record.overrides.items() if k not in keys}
+    try:
+        settings = LearningBenchSettings(config=config, overrides={**then, **keys}, **bench)
+        return run_overrides(settings, record.method, record.task_set)
+    except (KeyError, TypeError, ValueError):
+        return dict(record.overrides)
 
 
 def sft_overrides(settings: LearningBenchSettings, task_set: str) -> dict[str, Any]:

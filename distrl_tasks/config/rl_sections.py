@@ -100,15 +100,16 @@ class CriticPrefitConfig:
 class ContinuousConfig:
     """The asynchronous learner: replay ratio, version publishing, staleness bound."""
 
-    # optimizer steps per new transition (0 = a fixed algorithm.actor_epochs per round); the
-    # learner trains only while updates < replay_ratio * transitions seen (the ratio it reaches
-    # is logged)
-    replay_ratio: float = 0.0
+    # optimizer steps per new transition in asynchronous runs; > 0 makes their online phase one
+    # continuous round (the learner never waits for a round), 0 = round learner rounds of
+    # algorithm.actor_epochs steps. The learner trains only while updates < replay_ratio *
+    # transitions seen (the ratio it reaches is logged). Synchronous runs never read it.
+    replay_ratio: float = 0.1
     # the replay keeps the episodes this many rounds collect (workers x devices_per_worker x
     # episodes_per_device each), the round learner's window (data.replay_window_rounds) counted
     # in episodes, so short episodes keep as much history as long ones; 0 = every episode of
     # the run, up to data.replay_capacity transitions
-    replay_window_rounds: int = 0
+    replay_window_rounds: int = 4
     publish_every_updates: int = 8  # K: publish a new policy version every K updates ...
     publish_every_s: float = 0.0  # ... or every T seconds with at least one update (0 = off)
     # eta: an actor does not start an episode with a policy more than eta versions behind the

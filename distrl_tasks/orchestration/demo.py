@@ -3,8 +3,8 @@
 1. A simulated device farm behind its ADB server, with the scripted expert solving AitW tasks on
    every device in parallel through the same ADB actions an agent uses (a table per split).
 2. The SFT bootstrap: expert demonstrations with mistakes, behaviour cloning, the SFT success.
-3. Rounds of RL (asynchronous DistRL by default) through the same stages every front end uses,
-   in the demo's own working directory, then a per-round table.
+3. RL through the same stages every front end uses (DistRL by default: asynchronous actors and
+   the continuous learner), in the demo's own working directory, then a per-round table.
 """
 
 from __future__ import annotations
@@ -192,11 +192,8 @@ DEMO_OVERRIDES: dict[str, object] = {
     "orchestration.devices_per_worker": 8,
     "orchestration.episodes_per_device": 2,
     "orchestration.eval_tasks": 32,
+    # DistRL as params.yaml runs it: asynchronous, the continuous learner at the replay ratio
     "orchestration.asynchronous": True,
-    # one round ahead: on 2 cores without the latency model collection is CPU-bound, so a
-    # continuous actor only slows the learner and hands it staler data
-    # (benchmarks/results/2026-11-22-distrl-actor-variants-probes-2-core-machine.md)
-    "orchestration.actor_max_pending": 2,
     "algorithm.name": "distrl",
     # no offline phase: on 2 cores round 0 (32 rollouts of the SFT policy, 50 learner steps and
     # its evaluation) pushes the demo past its 15-minute bound and raised nothing
@@ -222,6 +219,9 @@ def run_demo(
     showcase: bool = True,
 ) -> int:
     """`distrl demo`: the simulator showcase, SFT bootstrap, then rounds of RL, with tables."""
+    from distrl_tasks.orchestration.actor_learner import (
+        round as continuous,  # lazy: torch + pyarrow
+    )
     from distrl_tasks.stages import (
         bootstrap,  # lazy: torch + mlflow
     )
@@ -242,13 +242,16 @@ def run_demo(
         print(f"A policy is already registered (version {boot.get('version')}): not retrained.")
     for split, rate in sorted(sft.items()):
         print(f"  SFT policy success on {split}: {rate:.1%}")
-    mode = "asynchronous DistRL-style" if cfg.orchestration.asynchronous else "synchronous"
     n = rounds or cfg.orchestration.rounds
     if cfg.algorithm.mode == "offline":
         plan = "the offline phase (round 0) only"
     else:
         offline = " after the offline phase (round 0)" if cfg.algorithm.mode == "off2on" else ""
-        plan = f"{n} {mode} rounds{offline}"
+        if continuous.enabled(cfg):
+            plan = f"one continuous asynchronous round ({n} rounds' episodes){offline}"
+        else:
+            mode = "asynchronous" if cfg.orchestration.asynchronous else "synchronous"
+            plan = f"{n} {mode} rounds{offline}"
     print(f"\n== 3. {plan} of {cfg.algorithm.name} on the simulator ==")
     results = run_rounds(
         cfg,

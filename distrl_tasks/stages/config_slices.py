@@ -53,6 +53,8 @@ STAGE_READS: dict[str, tuple[str, ...]] = {
         "data.root",
         "data.replay_capacity",
         "data.replay_window_rounds",
+        "orchestration.asynchronous",
+        "orchestration.continuous.replay_ratio",
         "sim.seed",
     ),
     "evaluate": (

@@ -69,6 +69,13 @@ def _trained_round(latest: Path | None) -> int:
     return int(latest.name.split("-", 1)[1])
 
 
+def learner_replay_ratio(cfg: Config) -> float:
+    """The replay ratio an online round trains at: asynchronous runs' (DistRL's learner);
+    synchronous rounds (DigiRL's lockstep) take ``algorithm.actor_epochs`` steps (0)."""
+    o = cfg.orchestration
+    return o.continuous.replay_ratio if o.asynchronous else 0.0
+
+
 def replay_ratio_steps(replay, ratio: float, after_round: int) -> int:
     """``ceil(ratio * n)`` optimizer steps, ``n`` the replay's transitions newer than a round.
 
@@ -100,7 +107,7 @@ def run(
         data_version: DVC hash of the data trained on (lineage; recorded in the manifest).
         workdir: project working directory.
         steps: actor optimizer steps this round (default ``algorithm.actor_epochs``, or
-            ``algorithm.offline_actor_steps`` in round 0; with
+            ``algorithm.offline_actor_steps`` in round 0; in an asynchronous run with
             ``orchestration.continuous.replay_ratio > 0`` an online round takes that many
             steps per transition collected since the learner's last round, see
             :func:`replay_ratio_steps`); the critic-only steps before them
@@ -126,7 +133,7 @@ def run(
         )
     state_root = common.learner_dir(workdir) / "checkpoints"
     latest = ts.latest_checkpoint(state_root)
-    ratio = cfg.orchestration.continuous.replay_ratio
+    ratio = learner_replay_ratio(cfg)
     if steps is None and ratio > 0 and round != modes.OFFLINE_ROUND:
         # updates follow the data: every collection merged into this round adds updates
         steps = replay_ratio_steps(replay, ratio, _trained_round(latest))

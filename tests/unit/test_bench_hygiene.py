@@ -108,6 +108,73 @@ def test_an_export_without_overrides_still_reads(tmp_path: Path) -> None:
     assert ex.variant_record(old).overrides == {"run": "k2"}
 
 
+RATIO = "orchestration.continuous.replay_ratio"
+WINDOW = "orchestration.continuous.replay_window_rounds"
+
+
+def test_overrides_against_older_defaults_are_read_against_todays() -> None:
+    from distrl_tasks.bench.setup import current_overrides
+
+    def then(method: str, overrides: dict) -> dict | None:
+        old = record(method, 0, 0.5, overrides, task_set="general")
+        old.overrides_generation = 0  # before DistRL's continuous learner was the default
+        return current_overrides(old)
+
+    pointer = {"agent.pointer": True}
+    # the windowed continuous learner, set by hand then, is today's default
+    assert then("distrl", {**pointer, RATIO: 0.1, WINDOW: 4}) == pointer
+    assert then("distrl", {**pointer, RATIO: 0.1}) == {**pointer, WINDOW: 0}
+    # the round learner, the default then, is an override now; its window is unread
+    assert then("distrl", pointer) == {**pointer, RATIO: 0.0}
+    assert then("distrl", {"bench.budget_s": 300.0}) == {"bench.budget_s": 300.0, RATIO: 0.0}
+    # a synchronous method never read the ratio: its overrides stand
+    assert then("digirl", pointer) == pointer
+    # today's generation, and unknown overrides, are left as they are
+    assert current_overrides(record("distrl", 0, 0.5, pointer)) == pointer
+    assert then("distrl", None) is None
+
+
+def test_an_export_knows_the_defaults_its_overrides_are_against(tmp_path: Path) -> None:
+    rec = record("distrl", 0, 0.2, {RATIO: 0.0}, task_set="general")
+    ex.write_export(tmp_path, an_export("general-distrl-s0-k3", rec, overrides={RATIO: 0.0}))
+    back = ex.read_export(tmp_path, "general-distrl-s0-k3").run_record
+    assert back.overrides_generation == recs.DEFAULTS_GENERATION
+    # one written before the field: the first defaults
+    path = tmp_path / "general-distrl-s0-k3.json"
+    data = json.loads(path.read_text())
+    del data["overrides_generation"], data["record"]["overrides_generation"]
+    path.write_text(json.dumps(data))
+    assert ex.read_export(tmp_path, "general-distrl-s0-k3").run_record.overrides_generation == 0
+
+
+def test_a_run_found_under_its_own_name_carries_todays_overrides() -> None:
+    from distrl_tasks.bench.learning import own_overrides
+
+    full = LearningBenchSettings.full()
+    # recorded against older defaults: the name says they are the invocation's own
+    stale = record("distrl", 0, 0.5, {RATIO: 0.1, WINDOW: 4}, task_set="general")
+    stale.overrides_generation = 0
+    mine = own_overrides(stale, full)
+    assert mine.overrides == {} and mine.overrides_generation == recs.DEFAULTS_GENERATION
+
+
+def test_a_synchronous_run_is_named_without_the_replay_ratio() -> None:
+    from distrl_tasks.bench.setup import SYNC_UNREAD_KEYS, _cache_view, run_config
+
+    full = LearningBenchSettings.full()
+    sft = SFTPolicy("general", Path("/r/sft-general-k"), Path("/r/p"), 10, {}, "t")
+
+    def named(method: str, overrides: dict) -> str:
+        settings = dataclasses.replace(full, overrides=overrides)
+        return run_dir(settings, method, "general", 0, sft, Path("/r")).name
+
+    # DigiRL keeps the name its runs had before DistRL's ratio moved; DistRL's follows it
+    assert named("digirl", {RATIO: 0.0}) == named("digirl", {}) == named("digirl", {RATIO: 0.5})
+    assert named("distrl", {RATIO: 0.0}) != named("distrl", {})
+    view = _cache_view(run_config(full, "general", method="digirl"))
+    assert view[RATIO] == SYNC_UNREAD_KEYS[RATIO] and WINDOW not in view
+
+
 def test_the_committed_kl_ablation_exports_are_told_apart_from_the_defaults() -> None:
     exports = ROOT / "benchmarks" / "learning_runs"
     for name, test in (

@@ -263,6 +263,20 @@ def test_rounds_take_replay_ratio_steps_per_new_transition(tmp_path):
     assert _trained_round(tmp_path / "round-000007") == 7
 
 
+def test_the_replay_ratio_is_the_asynchronous_learners_alone():
+    # DistRL's default: asynchronous, a continuous round at the ratio; DigiRL's lockstep rounds
+    # take algorithm.actor_epochs steps whatever the ratio says
+    from distrl_tasks.orchestration.actor_learner.round import enabled
+    from distrl_tasks.stages.train import learner_replay_ratio
+
+    default = config_from_dict({})
+    assert learner_replay_ratio(default) == 0.1 and enabled(default)
+    sync = config_from_dict({"orchestration": {"asynchronous": False}})
+    assert learner_replay_ratio(sync) == 0.0 and not enabled(sync)
+    rounds = config_from_dict({"orchestration": {"continuous": {"replay_ratio": 0.0}}})
+    assert learner_replay_ratio(rounds) == 0.0 and not enabled(rounds)
+
+
 def test_actors_halt_the_reserve_before_the_budget_ends():
     from distrl_tasks.orchestration.actor_learner.round import halt_delay
 
@@ -307,7 +321,9 @@ def test_the_replay_window_counts_rounds_of_episodes(tmp_path):
         }
     )
     assert window_episodes(cfg) == 4
-    assert window_episodes(config_from_dict({})) is None  # the default: the whole run
+    whole_run = {"orchestration": {"continuous": {"replay_window_rounds": 0}}}
+    assert window_episodes(config_from_dict(whole_run)) is None
+    assert window_episodes(config_from_dict({})) == 4 * 16  # the default: 4 rounds' episodes
     lrn = Learner(cfg, build_algorithm(cfg, build_policy(AgentConfig(), seed=0)), out_dir=tmp_path)
     cl = continuous_learner(cfg, lrn, VersionBoard(None, 0), fresh=False)
     for i in range(6):

@@ -286,7 +286,13 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     # agent.goal_typing's default (on) is a new behaviour: it names new runs, while a config
     # from before the key (the rule off) keeps the cached runs' key
     assert _cache_view(default)["agent.goal_typing"] is True
-    base = dataclasses.replace(default, agent=dataclasses.replace(default.agent, goal_typing=False))
+    # ... and so does the round learner, DistRL's default before its continuous learner
+    rounds = dataclasses.replace(default.orchestration.continuous, replay_ratio=0.0)
+    base = dataclasses.replace(
+        default,
+        agent=dataclasses.replace(default.agent, goal_typing=False),
+        orchestration=dataclasses.replace(default.orchestration, continuous=rounds),
+    )
     assert base.env.prompt_history == NEUTRAL_NEW_KEYS["env.prompt_history"]
     # with free decoding the rule acts on nothing, so the default keeps free-decoding runs' key
     free = dataclasses.replace(default.agent, constrained_decoding=False)

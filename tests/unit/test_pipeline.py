@@ -92,11 +92,15 @@ def _check_stream(results, calls) -> None:
 
 
 def _cfg(asynchronous: bool, mode: str = "online") -> Config:
+    """Rounds: the synchronous ones, or the asynchronous round learner (``replay_ratio: 0``;
+    the continuous round, DistRL's default, has tests of its own below)."""
     base = Config()
+    rounds = dataclasses.replace(base.orchestration.continuous, replay_ratio=0.0)
+    orchestration = dataclasses.replace(
+        base.orchestration, asynchronous=asynchronous, continuous=rounds
+    )
     return dataclasses.replace(
-        base,
-        orchestration=dataclasses.replace(base.orchestration, asynchronous=asynchronous),
-        algorithm=dataclasses.replace(base.algorithm, mode=mode),
+        base, orchestration=orchestration, algorithm=dataclasses.replace(base.algorithm, mode=mode)
     )
 
 

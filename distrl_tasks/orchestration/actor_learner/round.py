@@ -1,8 +1,9 @@
 """Continuous mode: actors and a learner that never waits (DistRL's design).
 
-Enabled for asynchronous runs with ``orchestration.continuous.replay_ratio > 0``
-(:func:`enabled`); :func:`~distrl_tasks.orchestration.pipeline.run_rounds` then runs the online
-phase as one *continuous round* instead of collect/learn rounds:
+DistRL's default: enabled for asynchronous runs with ``orchestration.continuous.replay_ratio > 0``
+(:func:`enabled`; ``replay_ratio: 0`` brings back the round learner);
+:func:`~distrl_tasks.orchestration.pipeline.run_rounds` then runs the online phase as one
+*continuous round* instead of collect/learn rounds:
 
 * the actors (``collect_async`` on every device, one inference server) run the same episodes
   ``rounds`` rounds would (``rounds * orchestration.episodes_per_device`` per device), or until
@@ -61,13 +62,13 @@ from distrl_tasks.runners.exploration import (
 from distrl_tasks.runners.inference import InferenceServer
 from distrl_tasks.runners.journal import EpisodeJournal, journal_dir
 from distrl_tasks.runners.trajectory import Episode
-from distrl_tasks.stages import collect, common, curriculum
+from distrl_tasks.stages import collect, common, curriculum, train
 from distrl_tasks.tasks.taskset import load_goals
 
 
 def enabled(cfg: Config) -> bool:
     """Whether online rounds run as one continuous round (see the module docstring)."""
-    return cfg.orchestration.asynchronous and cfg.orchestration.continuous.replay_ratio > 0
+    return train.learner_replay_ratio(cfg) > 0
 
 
 def continuous_round(
