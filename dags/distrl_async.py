@@ -10,10 +10,11 @@ and its last task re-triggers it with ``round + 1`` while ``round < rounds``
 (events that piled up while it was busy are covered too: training reads the replay window of the
 newest rounds, and data from older policies is corrected by importance weights), trains, evaluates
 and registers the checkpoint, which moves "behavior" for the actor's next round. Actor and learner
-overlap: collection of round r+1 runs while round r trains. With
-``orchestration.continuous.replay_ratio > 0`` a learner run takes that many updates per
-transition collected since its previous run (events that piled up become more updates, as in
-``distrl round``'s continuous mode, where the learner trains in one process while actors collect).
+overlap: collection of round r+1 runs while round r trains. A learner run takes
+``orchestration.continuous.replay_ratio`` updates (0.1 by default) per transition collected
+since its previous run, so events that piled up become more updates, at the ratio of
+``distrl round``'s continuous learner, which trains in one process while actors collect (a
+task cannot hold a learner between runs); ``replay_ratio: 0`` takes ``algorithm.actor_epochs``.
 
 Same rules as ``distrl_round``: thin tasks (one stage call each), imports inside tasks, only small
 manifests through XCom, config = ``params.yaml`` + the run's Params.

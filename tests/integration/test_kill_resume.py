@@ -1,11 +1,12 @@
 """`kill -9` in the middle of an asynchronous `distrl round`, then the same command again.
 
-``distrl round --rounds 2`` (DistRL, asynchronous: the actor thread collects while the learner
-trains) runs as a child process on the tiny project and is SIGKILLed once while an actor is
-collecting (an episode journaled, its collection unfinished) and once in the learner's train
-stage (the round's learner state saved, its manifest not yet written: the narrowest window a
-resume must handle). The actors are threads of that process, so killing it is killing the
-actors and the learner at once. The same command then runs to the end, and the run must hold:
+``distrl round --rounds 2`` (DistRL's asynchronous round learner, ``replay_ratio: 0``: the
+actor thread collects while the learner trains) runs as a child process on the tiny project and
+is SIGKILLed once while an actor is collecting (an episode journaled, its collection unfinished)
+and once in the learner's train stage (the round's learner state saved, its manifest not yet
+written: the narrowest window a resume must handle). The actors are threads of that process, so
+killing it is killing the actors and the learner at once. The same command then runs to the
+end, and the run must hold:
 
 - no trajectory lost: every trajectory the killed run had collected (its shards and its
   journal) is in the raw shards afterwards;
@@ -18,9 +19,9 @@ actors and the learner at once. The same command then runs to the end, and the r
 - the staleness bound: no trajectory a round trained on is older than the learner's version
   minus the actor's lead (``orchestration.actor_max_pending``, or ``data.replay_window_rounds``).
 
-In continuous mode (actors and a learner process side by side, one continuous round) the learner
-process is SIGKILLed once an episode is journaled: the round fails, and its rerun keeps every
-journaled trajectory as it was, once.
+In continuous mode (DistRL's default: actors and a learner side by side, one continuous round)
+the learner process, or the whole run, is SIGKILLed once an episode is journaled: the round
+fails, and its rerun keeps every journaled trajectory as it was, once.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _command(project: Path) -> list[str]:
         sys.executable, "-m", "distrl_tasks.cli", "round", "--workdir", str(project),
         "--config", str(project / "params.yaml"), "--rounds", str(ROUNDS),
     ]  # fmt: skip
+
+
+# the asynchronous round learner (DistRL's continuous learner is the default: its own test below)
+ROUND_LEARNER = "orchestration.continuous.replay_ratio=0"
 
 
 def _env() -> dict[str, str]:
@@ -89,13 +94,12 @@ def _trajectories(paths: list[Path]) -> list[tuple[str, int, int]]:
     return out
 
 
-def _kill_when(project: Path, raw: Path, ready, timeout_s: float = 600) -> str:
+def _kill_when(command: list[str], raw: Path, ready, timeout_s: float = 600) -> str:
     """Start the round, SIGKILL it when ``ready(project, raw)``; returns its stderr."""
+    project = Path(command[command.index("--workdir") + 1])
     log = project.parent / "killed.stderr"
     with log.open("w") as err:
-        child = subprocess.Popen(
-            _command(project), env=_env(), stdout=subprocess.DEVNULL, stderr=err
-        )
+        child = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + timeout_s
         try:
             while not ready(project, raw):
@@ -116,19 +120,18 @@ def test_sigkilled_round_resumes_with_every_trajectory_once(tmp_path: Path, mome
     project.mkdir()
     (project / "params.yaml").write_text(TINY_PARAMS)
     register_initial_policy(project)
-    cfg = load_config(project / "params.yaml")
+    cfg = load_config(project / "params.yaml", [ROUND_LEARNER])
     raw, labeled = common.raw_dir(cfg, project), common.labeled_dir(cfg, project)
+    command = [*_command(project), "--set", ROUND_LEARNER]
 
     started = time.monotonic()
-    _kill_when(project, raw, _collecting if moment == "collect" else _training)
+    _kill_when(command, raw, _collecting if moment == "collect" else _training)
     killed_s = time.monotonic() - started
     collected = {t for t, _, _ in _trajectories(sorted(raw.glob("r*.parquet")))}
     journaled = {t for t, _, _ in _trajectories(sorted(raw.glob(".journal/*/*.parquet")))}
     assert collected | journaled, "the killed run had collected nothing"
 
-    proc = subprocess.run(
-        _command(project), env=_env(), capture_output=True, text=True, timeout=900
-    )
+    proc = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     resumed_s = time.monotonic() - started - killed_s
     print(f"{moment}: killed after {killed_s:.0f} s, resumed in {resumed_s:.0f} s")
@@ -173,7 +176,6 @@ CONTINUOUS = (
     "orchestration.continuous.replay_ratio=0.5",
     "orchestration.continuous.publish_every_updates=2",
     "orchestration.continuous.max_staleness=2",
-    "orchestration.continuous.learner_process=true",
 )
 
 
@@ -201,25 +203,40 @@ def _steps(paths: list[Path], ids: set[str]) -> dict[tuple[str, int], tuple[str,
     return out
 
 
-def test_sigkilled_learner_process_fails_the_round_and_the_rerun_finishes(tmp_path: Path) -> None:
-    """Continuous mode: the learner process is SIGKILLed once an episode is journaled.
+@pytest.mark.parametrize("killed", ["learner_process", "whole_run"])
+def test_sigkilled_continuous_round_resumes_with_every_trajectory_once(
+    tmp_path: Path, killed: str
+) -> None:
+    """Continuous mode (DistRL's default), SIGKILLed once an episode is journaled: the learner
+    in a process of its own, or the whole run (the default: actors and learner are threads of
+    one process, so this is killing the actors and the learner at once).
 
-    The round fails with the learner's exit code and trains nothing. Its rerun keeps every
-    episode the killed attempt journaled as it was collected (not run again), so no trajectory
-    is lost: each is in the raw shards and labeled exactly once, the rest is collected anew, the
-    journal is gone, and the round is trained and registered once.
+    The round fails (a killed learner process with its exit code) and trains nothing. Its rerun
+    keeps every episode the killed attempt journaled as it was collected (not run again), so no
+    trajectory is lost: each is in the raw shards and labeled exactly once, the rest is
+    collected anew, the journal is gone, and the round is trained and registered once.
     """
     project = tmp_path / "project"
     project.mkdir()
     (project / "params.yaml").write_text(TINY_PARAMS)
     register_initial_policy(project)
+    overrides = [*CONTINUOUS, f"orchestration.continuous.learner_process={killed != 'whole_run'}"]
     command = _command(project)
-    for override in CONTINUOUS:
+    for override in overrides:
         command += ["--set", override]
-    cfg = load_config(project / "params.yaml", list(CONTINUOUS))
+    cfg = load_config(project / "params.yaml", overrides)
     started = common.learner_dir(project) / "continuous-start"  # exported before its hello
     raw = common.raw_dir(cfg, project)
     journal = journal_dir(raw, 1, 0, "train")
+
+    def ready(round_: subprocess.Popen) -> int | None:
+        """The pid to kill once the round is mid-way (an episode journaled), else None."""
+        if not any(journal.glob("*.parquet")):
+            return None
+        if killed == "whole_run":
+            return round_.pid
+        learner = _learner_child(round_.pid)
+        return learner if learner is not None and started.is_dir() else None
 
     round_ = subprocess.Popen(
         command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -227,23 +244,19 @@ def test_sigkilled_learner_process_fails_the_round_and_the_rerun_finishes(tmp_pa
     deadline = time.monotonic() + 600
     try:
         # mid-round: an episode is journaled, the actors collect the rest, the learner trains
-        while (
-            (learner := _learner_child(round_.pid)) is None
-            or not started.is_dir()
-            or not any(journal.glob("*.parquet"))
-        ):
+        while (victim := ready(round_)) is None:
             assert round_.poll() is None, f"the round ended first: {round_.stderr.read()[-3000:]}"
             assert time.monotonic() < deadline, "the moment to kill never came"
             time.sleep(0.05)
-        os.kill(learner, signal.SIGKILL)
+        os.kill(victim, signal.SIGKILL)
         _, err = round_.communicate(timeout=300)
     finally:
         if round_.poll() is None:
             round_.kill()
             round_.wait()
-    # the round stops with a clear error: the learner process, its exit code, no report
     assert round_.returncode != 0
-    assert "the learner process exited (exit code -9) before its report" in err, err[-3000:]
+    if killed == "learner_process":  # a clear error: the learner process, its exit code
+        assert "the learner process exited (exit code -9) before its report" in err, err[-3000:]
     assert common.read_manifest(project, 1, "train") is None
     assert not list(raw.glob("r000001-*.parquet"))  # the round writes its shards at its end
     journaled = {t for t, _, _ in _trajectories(sorted(journal.glob("*.parquet")))}

@@ -7,6 +7,7 @@ in a temporary git repo with a local remote, MLflow's SQLite store and registry,
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -168,7 +169,9 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     assert ver["data_version"] in log
 
     tr = train.run(cfg, round=1, data_version=ver["data_version"], workdir=project)
-    assert tr["policy_version"] == 1 and tr["steps"] == 3  # 1 critic warm-up + 2 actor steps
+    # 1 critic warm-up, then DistRL's asynchronous learner: replay_ratio steps per new transition
+    ratio = cfg.orchestration.continuous.replay_ratio
+    assert tr["policy_version"] == 1 and tr["steps"] == 1 + max(1, math.ceil(ratio * c["steps"]))
     assert "losses/policy" in tr["metrics"] and "losses/value" in tr["metrics"]
     # data from behaviour version 0, learner at version 0 while it trained: staleness 0
     assert tr["metrics"]["train/staleness"] == 0.0
@@ -268,9 +271,11 @@ def test_off2on_trains_the_offline_round_then_continues_online(project, capsys) 
     assert offline_t["steps"] == 2 + 3 and offline_t["policy_version"] == 1
     assert offline_t["replay_trajectories"] == 4
     # round 1: the offline round's policy collects 2 x 1 episodes; the learner carries on (1
-    # critic + 2 actor steps) over a replay window holding both rounds
+    # critic step, then replay_ratio actor steps per new transition) over a replay window
+    # holding both rounds
     assert online_c["trajectories"] == 2 and online_c["policy_version"] == 1
-    assert online_t["steps"] == 5 + 1 + 2 and online_t["policy_version"] == 2
+    online = max(1, math.ceil(cfg.orchestration.continuous.replay_ratio * online_c["steps"]))
+    assert online_t["steps"] == 5 + 1 + online and online_t["policy_version"] == 2
     assert online_t["replay_trajectories"] == 6
     registry = common.registry(cfg, project)
     assert registry.get_version(offline_t["version"]).round == 0
