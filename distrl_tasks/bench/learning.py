@@ -232,7 +232,8 @@ def variants_beside(
         if record.overrides is None:
             ts, method, seed = exported.task_set, record.method, record.seed
             if exported.name == run_dir(defaults, method, ts, seed, sft[ts], root).name:
-                record.overrides = run_overrides(defaults, method, ts)
+                record.overrides = run_overrides(defaults, method, ts)  # today's defaults' name
+                record.overrides_generation = DEFAULTS_GENERATION
         record.overrides = current_overrides(record, settings.config)
         record.overrides_generation = DEFAULTS_GENERATION
         out.append(record if record.overrides is not None else variant_record(exported))
