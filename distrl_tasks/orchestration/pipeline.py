@@ -19,10 +19,12 @@ would leave the replay window before it is trained on (``orchestration.actor_max
 lowers that bound; 2 is the classic overlap of one round ahead). ``rounds`` counts learner
 rounds.
 
-Continuous mode (``orchestration.continuous.replay_ratio > 0`` with asynchronous collection,
+Continuous mode (DistRL's default: ``orchestration.continuous.replay_ratio > 0`` with
+asynchronous collection and the simulator's oracle verdicts,
 :mod:`distrl_tasks.orchestration.actor_learner`) runs the online phase as one continuous round:
 the learner trains while the actors collect, publishing a policy version every ``K`` updates,
-and the actors take the newest version between episodes under the staleness bound.
+and the actors take the newest version between episodes under the staleness bound. Labeled
+after collection (Gemini, emulators), asynchronous runs take learner rounds at the ratio.
 
 A wall-clock budget (``budget_s``) bounds a run instead of, or as well as, a number of rounds:
 the clock starts when the farm is up, and a round is learned (and, asynchronously, a collection
@@ -208,6 +210,14 @@ def run_rounds(
                 on_round(result)
             results.append(result)
         elif cfg.orchestration.asynchronous:
+            if cfg.orchestration.continuous.replay_ratio > 0:  # never silent: not the default
+                print(
+                    f"evaluator {cfg.evaluator.kind} on {cfg.env.device_kind} devices labels "
+                    "after collection, so the continuous learner would have nothing to train "
+                    "on: learner rounds at the replay ratio instead",
+                    file=sys.stderr,
+                    flush=True,
+                )
             results += _async_rounds(
                 cfg, workdir, record, first, n, on_round, budget_s, on_collect, t0
             )

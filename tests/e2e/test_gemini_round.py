@@ -77,6 +77,8 @@ def test_distrl_round_labeled_by_gemini_registers_a_version(tmp_path: Path) -> N
     assert agreement["with"] == "oracle" and agreement["rollout/agreement_compared"] == 2
     assert sum(agreement["confusion"].values()) == 2
     assert "Agreement: gemini vs oracle" in proc.stderr  # printed for the user
+    # Gemini labels after collection: DistRL takes learner rounds at the ratio, and says so
+    assert "learner rounds at the replay ratio instead" in proc.stderr
     registry = ModelRegistry.from_config(cfg, root=project)
     newest = registry.alias_version("behavior")
     assert newest is not None and newest.version == first + 1 and newest.round == 1

@@ -275,6 +275,11 @@ def test_the_replay_ratio_is_the_asynchronous_learners_alone():
     assert learner_replay_ratio(sync) == 0.0 and not enabled(sync)
     rounds = config_from_dict({"orchestration": {"continuous": {"replay_ratio": 0.0}}})
     assert learner_replay_ratio(rounds) == 0.0 and not enabled(rounds)
+    # labeled after collection (Gemini, emulators): learner rounds at the same ratio
+    gemini = config_from_dict({"evaluator": {"kind": "gemini"}})
+    assert learner_replay_ratio(gemini) == 0.1 and not enabled(gemini)
+    emulators = config_from_dict({"env": {"device_kind": "emulator"}})
+    assert not enabled(emulators)
 
 
 def test_actors_halt_the_reserve_before_the_budget_ends():

@@ -1,7 +1,8 @@
 """Continuous mode: actors and a learner that never waits (DistRL's design).
 
 DistRL's default: enabled for asynchronous runs with ``orchestration.continuous.replay_ratio > 0``
-(:func:`enabled`; ``replay_ratio: 0`` brings back the round learner);
+whose verdicts are known as episodes end (the simulator's oracle; :func:`enabled`). With Gemini
+or on emulators, and with ``replay_ratio: 0``, asynchronous runs take learner rounds instead;
 :func:`~distrl_tasks.orchestration.pipeline.run_rounds` then runs the online phase as one
 *continuous round* instead of collect/learn rounds:
 
@@ -66,9 +67,17 @@ from distrl_tasks.stages import collect, common, curriculum, train
 from distrl_tasks.tasks.taskset import load_goals
 
 
+def verdicts_as_episodes_end(cfg: Config) -> bool:
+    """Whether each episode's verdict is known when it ends (the simulator's oracle), which the
+    continuous learner needs: it trains on labeled episodes as they arrive. An evaluator that
+    labels after collection (Gemini, or any run on emulators) leaves it nothing to train on."""
+    return cfg.evaluator.kind == "oracle" and cfg.env.device_kind == "sim"
+
+
 def enabled(cfg: Config) -> bool:
-    """Whether online rounds run as one continuous round (see the module docstring)."""
-    return train.learner_replay_ratio(cfg) > 0
+    """Whether online rounds run as one continuous round (see the module docstring); without
+    verdicts as episodes end, asynchronous runs take learner rounds at the same replay ratio."""
+    return train.learner_replay_ratio(cfg) > 0 and verdicts_as_episodes_end(cfg)
 
 
 def continuous_round(
@@ -137,8 +146,7 @@ def continuous_round(
             file=sys.stderr,
             flush=True,
         )
-    sim = cfg.env.device_kind == "sim"
-    oracle = OracleEvaluator() if cfg.evaluator.kind == "oracle" and sim else None
+    oracle = OracleEvaluator() if verdicts_as_episodes_end(cfg) else None
 
     remote = cl = learner = None
     if c.learner_process:  # no interpreter lock shared with the actors (actor_learner.process)
