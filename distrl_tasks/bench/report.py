@@ -92,10 +92,28 @@ def beyond(
     return {**out, **{k: "(default)" for k in base if k not in overrides}}
 
 
+# What a synchronous run never reads: the asynchronous learner's settings (bench.setup leaves
+# them out of its overrides), so an invocation's own value of one is no label of its row.
+ASYNC_LEARNER_PREFIX = "orchestration.continuous."
+
+
+def read_base(record: RunRecord, base: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``base`` as far as ``record``'s run reads it: without the asynchronous learner's keys
+    for a synchronous run (the method's own topology, unless its overrides force one)."""
+    base = dict(base or {})
+    spec = {s.name: s for s in SPECS}.get(record.method)
+    asynchronous = (record.overrides or {}).get(
+        "orchestration.asynchronous", spec.asynchronous if spec else True
+    )
+    if asynchronous:
+        return base
+    return {k: v for k, v in base.items() if not k.startswith(ASYNC_LEARNER_PREFIX)}
+
+
 def variant(record: RunRecord, base: Mapping[str, Any] | None = None) -> str:
     """The row of ``record`` within its method: its overrides beyond ``base`` (an invocation's
     own, which its settings lines list; None: the defaults) as text ("": ``base``'s row)."""
-    return overrides_text(beyond(record.overrides, base))
+    return overrides_text(beyond(record.overrides, read_base(record, base)))
 
 
 def row_label(method: str, variant_: str = "") -> str:
@@ -110,7 +128,9 @@ def variants(
     """The override sets ``method`` ran under in ``records`` (:func:`variant` beyond ``base``):
     the fewest first (``base``'s own, ""), then by text."""
     found = {
-        variant(r, base): len(beyond(r.overrides, base)) for r in records if r.method == method
+        variant(r, base): len(beyond(r.overrides, read_base(r, base)))
+        for r in records
+        if r.method == method
     }
     return sorted(found, key=lambda v: (found[v], v))
 

@@ -252,9 +252,16 @@ def continuous_round(
             remote.close()
     if "error" in out:
         raise out["error"]
+    result = out["result"]
+    if not any(ep is not None for eps in result.episodes.values() for ep in eps):
+        raise RuntimeError(
+            f"continuous round {round_} collected no episode: the actors halt "
+            f"orchestration.continuous.finish_reserve_s ({c.finish_reserve_s:g} s) plus the "
+            f"last check ({check_s:.0f} s) before the budget ({budget_s} s), which leaves them "
+            "no time; raise the budget or lower finish_reserve_s"
+        )
     if remote is None:
         final = export_learner(cfg, workdir, round_, learner)
-    result = out["result"]
     wall = time.perf_counter() - start
     report.update(board.staleness_summary())  # the actors' side of the board
     report["async/actor_idle_share"] = board.actor_wait_s / max(1e-9, len(envs) * wall)
