@@ -170,7 +170,9 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
         assert r.overrides["bench.budget_s"] == settings.budget_s
         assert r.start_success == out.sft["general"].success["round"]
     for name in runs:
-        assert read_export(tmp_path / "exports", name).overrides == out.records[0].overrides
+        exported = read_export(tmp_path / "exports", name)
+        method = exported.run_record.method
+        assert exported.overrides == run_overrides(settings, method, "general")
     sft_overrides = read_export(tmp_path / "exports", out.sft["general"].workdir.name).overrides
     assert sft_overrides and not any(k.startswith("algorithm.") for k in sft_overrides)
     # an ablation's export beside them (same SFT policy, other overrides) is a row of its own
