@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from distrl_tasks.bench.records import RunRecord, curve, start_success, trajectories_at
-from distrl_tasks.config.algorithm_specs import SPECS
+from distrl_tasks.config.algorithm_specs import SPECS, algorithm_spec
 
 METHOD_LABELS = {s.name: s.label for s in SPECS}  # in the specs' order, which tables keep
 TASK_SET_LABELS = {"general": "General", "webshop": "WebShop"}
@@ -101,9 +101,8 @@ def read_base(record: RunRecord, base: Mapping[str, Any] | None) -> dict[str, An
     """``base`` as far as ``record``'s run reads it: without the asynchronous learner's keys
     for a synchronous run (the method's own topology, unless its overrides force one)."""
     base = dict(base or {})
-    spec = {s.name: s for s in SPECS}.get(record.method)
     asynchronous = (record.overrides or {}).get(
-        "orchestration.asynchronous", spec.asynchronous if spec else True
+        "orchestration.asynchronous", algorithm_spec(record.method).asynchronous
     )
     if asynchronous:
         return base
