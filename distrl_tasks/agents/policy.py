@@ -139,11 +139,14 @@ class AutoUIPolicy:
         # grammar marks the touch point
         self.pointer = model.pointer_head is not None and grammar is not None
         if self.pointer and grammar is not None and grammar.touch_crossed:
-            raise ValueError(
+            # a user's checkpoint still loads and acts: it writes every tap as coordinates
+            logger.warning(
                 "agent.pointer: this vocabulary has pieces that run across a tap's touch point "
-                "(e.g. T5's own), so there is no single place to point; use the byte tokenizer "
-                "or a SentencePiece vocabulary fitted by the bootstrap"
+                "(e.g. T5's own), so there is no single place to point and taps are written as "
+                "coordinates; the byte tokenizer or a SentencePiece vocabulary fitted by the "
+                "bootstrap can point"
             )
+            self.pointer = False
         self._completions: dict[tuple[float, float], list[int]] = {}
 
     @property
@@ -664,7 +667,7 @@ def build_policy(
             tap_tokens,
             tokenizer.kind,
         )
-    if cfg.pointer:
+    if cfg.points:
         model.add_pointer(seed)
     policy = AutoUIPolicy(
         model,

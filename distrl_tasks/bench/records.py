@@ -27,6 +27,8 @@ DEFAULTS_BEFORE: tuple[dict[str, Any], ...] = (
         "orchestration.continuous.replay_ratio": 0.0,
         "orchestration.continuous.replay_window_rounds": 0,
     },
+    # generation 2: the tap-target pointer on by default
+    {"agent.pointer": False},
 )
 DEFAULTS_GENERATION = len(DEFAULTS_BEFORE)
 

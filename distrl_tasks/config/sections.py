@@ -174,8 +174,9 @@ class AgentConfig:
     temperature: float = 0.5
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)  # beyond sampling
     # a tap may point at one of the screen's actionable elements instead of writing coordinates
-    # (agents/pointer.py); the action is still written as the element's centre
-    pointer: bool = False
+    # (agents/pointer.py); the action is still written as the element's centre. Like goal typing,
+    # it lives on the grammar: no effect on free decoding or on agent.model: vlm
+    pointer: bool = True
     pointer_elements: int = 16  # most elements offered, the goal's first (agent.pointer)
     max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
@@ -196,24 +197,20 @@ class AgentConfig:
     remote_concurrency: int = 4  # requests in flight to the remote VLM
 
     @property
+    def points(self) -> bool:
+        """Whether a tap may point: ``pointer`` on an AutoUI model under the grammar, which marks
+        where a tap's touch point goes (a VLM and free decoding write coordinates)."""
+        return self.pointer and self.model != "vlm" and self.constrained_decoding
+
+    @property
     def tap_elements(self) -> int:
         """Elements each observation offers the pointer (0 = coordinates only)."""
-        return self.pointer_elements if self.pointer else 0
+        return self.pointer_elements if self.points else 0
 
     def validate(self, key: str) -> None:
         _check(self.temperature > 0, f"{key}.temperature", "must be > 0")
         _check(self.max_new_tokens >= 8, f"{key}.max_new_tokens", "must be >= 8")
         _check(self.pointer_elements >= 1, f"{key}.pointer_elements", "must be >= 1")
-        _check(
-            not (self.pointer and self.model == "vlm"),
-            f"{key}.pointer",
-            "the pointer head is AutoUI's (agent.model: tiny or autoui-base), not the VLM's",
-        )
-        _check(
-            not self.pointer or self.constrained_decoding,
-            f"{key}.pointer",
-            "needs agent.constrained_decoding: true (the grammar marks where a tap points)",
-        )
         _check(
             self.model != "vlm" or bool(self.vlm_base_dir),
             f"{key}.vlm_base_dir",

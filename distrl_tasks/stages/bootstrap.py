@@ -82,7 +82,7 @@ def initial_policy(
                 f"features but agent.image_encoder {cfg.agent.image_encoder!r} produces "
                 f"{image_feature_dim(cfg.agent)}-d; rebuild it with: {REBUILD}"
             )
-        if cfg.agent.pointer:
+        if cfg.agent.points:
             model.add_pointer(seed)  # a base built without the head gains a new one
         return AutoUIPolicy(
             model,
@@ -106,7 +106,7 @@ def initial_policy(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(cfg.agent))
-    if cfg.agent.pointer:
+    if cfg.agent.points:
         model.add_pointer(seed)
     return AutoUIPolicy(
         model,

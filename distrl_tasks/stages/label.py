@@ -139,7 +139,7 @@ def run(
         for shard in bar:
             table = read_verified([shard])
             steps, fallbacks = steps + table.num_rows, fallbacks + pointer_fallbacks(table)
-            if cfg.agent.pointer:
+            if cfg.agent.points:
                 shard_taps, shard_hits, shard_episodes = pointed_taps(table)
                 taps, pointed = taps + shard_taps, pointed + shard_hits
                 pointing |= shard_episodes
@@ -195,14 +195,14 @@ def run(
             "rollout/unlabeled": counts["unlabeled"],
             "rollout/success_rate": counts["successes"] / max(1, counts["labeled"]),
         }
-        fallback_rate = fallbacks / steps if cfg.agent.pointer and steps else None
+        fallback_rate = fallbacks / steps if cfg.agent.points and steps else None
         if fallback_rate is not None:  # steps the pointer could not point: coordinates written
             rollout["rollout/pointer_fallback_rate"] = fallback_rate
-        if cfg.agent.pointer and taps:  # taps that went to an element's centre
+        if cfg.agent.points and taps:  # taps that went to an element's centre
             rollout["rollout/pointer_tap_share"] = pointed / taps
         run_.log_metrics(rollout, step=round)
         explored = _explored_episodes(raw, round)
-        if cfg.agent.pointer:  # exploring through the pointer: the episodes that pointed
+        if cfg.agent.points:  # exploring through the pointer: the episodes that pointed
             explored = (explored or set()) | pointing
         if explored is not None:
             outcomes = [(t, families[t], finals[t]) for t in finals]

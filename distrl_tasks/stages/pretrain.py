@@ -221,7 +221,7 @@ def run(
                 state_dir=work / "sft_state",
             )
         pointing = None
-        if pc.pointer and result.stopped != "time_budget":
+        if pc.points and result.stopped != "time_budget":
             pointing = fit_pointer(cfg, policy, demos, heldout, work, seed, progress)
     for part in (result, pointing):
         if part is not None and part.stopped == "time_budget":
@@ -356,11 +356,14 @@ def run_onto(
     without it (``skills_without_pointer``, the same weights). Returns the card.
 
     Raises:
-        ValueError: ``agent.pointer`` is off, or the base already has a head.
+        ValueError: The pointer is off (``AgentConfig.points``), or the base already has a head.
         BaseCheckpointError: the base is missing, corrupt or stale.
     """
-    if not cfg.agent.pointer:
-        raise ValueError("pretrain --onto fits the tap-target pointer: set agent.pointer=true")
+    if not cfg.agent.points:
+        raise ValueError(
+            "pretrain --onto fits the tap-target pointer: it needs agent.pointer: true on an "
+            "AutoUI model (agent.model: tiny or autoui-base) with agent.constrained_decoding: true"
+        )
     loaded = load_base(str(base))
     if loaded is None:
         raise ValueError("pretrain --onto needs a base checkpoint (a directory or 'shipped')")

@@ -115,22 +115,27 @@ WINDOW = "orchestration.continuous.replay_window_rounds"
 def test_overrides_against_older_defaults_are_read_against_todays() -> None:
     from distrl_tasks.bench.setup import current_overrides
 
-    def then(method: str, overrides: dict) -> dict | None:
+    def then(method: str, overrides: dict | None, generation: int = 0) -> dict | None:
         old = record(method, 0, 0.5, overrides, task_set="general")
-        old.overrides_generation = 0  # before DistRL's continuous learner was the default
+        old.overrides_generation = generation  # 0: before DistRL's continuous learner; 1: pointer
         return current_overrides(old)
 
-    pointer = {"agent.pointer": True}
-    # the windowed continuous learner, set by hand then, is today's default
-    assert then("distrl", {**pointer, RATIO: 0.1, WINDOW: 4}) == pointer
-    assert then("distrl", {**pointer, RATIO: 0.1}) == {**pointer, WINDOW: 0}
-    # the round learner, the default then, is an override now; its window is unread
-    assert then("distrl", pointer) == {**pointer, RATIO: 0.0}
-    assert then("distrl", {"bench.budget_s": 300.0}) == {"bench.budget_s": 300.0, RATIO: 0.0}
-    # a synchronous method never read the ratio: its overrides stand
-    assert then("digirl", pointer) == pointer
+    pointer, off = {"agent.pointer": True}, {"agent.pointer": False}
+    # the windowed continuous learner and the pointer, set by hand then, are today's defaults
+    assert then("distrl", {**pointer, RATIO: 0.1, WINDOW: 4}) == {}
+    assert then("distrl", {**pointer, RATIO: 0.1}) == {WINDOW: 0}
+    # the round learner and coordinates, the defaults then, are overrides now
+    assert then("distrl", pointer) == {RATIO: 0.0}
+    assert then("distrl", {}) == {**off, RATIO: 0.0}
+    assert then("distrl", {"bench.budget_s": 300.0}) == {**off, "bench.budget_s": 300.0, RATIO: 0.0}
+    # a synchronous method never read the ratio: only the pointer moved for it
+    assert then("digirl", pointer) == {}
+    assert then("digirl", {}) == off
+    # generation 1 (the continuous learner already the default): only the pointer moved since
+    assert then("distrl", {}, generation=1) == off
+    assert then("distrl", {**pointer, RATIO: 0.0}, generation=1) == {RATIO: 0.0}
     # today's generation, and unknown overrides, are left as they are
-    assert current_overrides(record("distrl", 0, 0.5, pointer)) == pointer
+    assert current_overrides(record("distrl", 0, 0.5, off)) == off
     assert then("distrl", None) is None
 
 

@@ -191,8 +191,8 @@ def test_pointer_fallbacks_count_steps_without_elements() -> None:
 
 
 def test_the_label_stage_logs_the_pointer_fallback_rate(tmp_path) -> None:
-    off = Config()
-    on = dataclasses.replace(off, agent=dataclasses.replace(off.agent, pointer=True))
+    on = Config()  # the pointer is on by default
+    off = dataclasses.replace(on, agent=dataclasses.replace(on.agent, pointer=False))
     raw = common.raw_dir(on, tmp_path)
     write_shard(pointer_rows(1), raw, round=1, feature_dim=DIM)
     write_shard(trajectory("c", [(ALARM,), None], 1), raw, round=1, feature_dim=DIM)

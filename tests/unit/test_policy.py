@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -237,18 +238,25 @@ def test_build_policy_warns_when_a_tap_does_not_fit_the_budget(
     assert caplog.text == ""
 
 
-def test_goal_typing_is_on_by_default_and_rides_on_the_grammar() -> None:
-    """agent.goal_typing (default true) narrows the grammar's text field; free decoding and the
-    VLM have no grammar, so the same defaults load for them without the rule."""
-    assert build_policy(AgentConfig(), seed=0).goal_typing is not None
+def test_goal_typing_and_the_pointer_are_on_by_default_and_ride_on_the_grammar() -> None:
+    """agent.goal_typing and agent.pointer (default true) live on the grammar; free decoding and
+    the VLM have none, so the same defaults load for them without either."""
+    default = build_policy(AgentConfig(), seed=0)
+    assert default.goal_typing is not None and default.pointer
+    assert AgentConfig().tap_elements == AgentConfig().pointer_elements
     assert build_policy(AgentConfig(goal_typing=False), seed=0).goal_typing is None
+    assert not build_policy(AgentConfig(pointer=False), seed=0).pointer
     free = build_policy(AgentConfig(constrained_decoding=False), seed=0)
-    assert free.grammar is None and free.goal_typing is None
+    assert free.grammar is None and free.goal_typing is None and not free.pointer
+    assert AgentConfig(constrained_decoding=False).tap_elements == 0  # no elements dumped
     vlm = load_config(None, {"agent.model": "vlm", "agent.vlm_base_dir": "/x"})
-    assert vlm.agent.goal_typing and vlm.agent.model == "vlm"  # validates, nothing to narrow
+    assert vlm.agent.goal_typing and vlm.agent.pointer  # validates, nothing to narrow or point
+    assert vlm.agent.model == "vlm" and not vlm.agent.points and vlm.agent.tap_elements == 0
 
 
-def test_autoui_base_checkpoint_with_sentencepiece(tmp_path: Path) -> None:
+def test_autoui_base_checkpoint_with_sentencepiece(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """End to end through the Auto-UI-Base layout: config.json, model.safetensors, spiece.model."""
     root = tmp_path / "Auto-UI-Base"
     root.mkdir()
@@ -290,7 +298,13 @@ def test_autoui_base_checkpoint_with_sentencepiece(tmp_path: Path) -> None:
         {k: v.clone() for k, v in model.state_dict().items()}, str(root / "model.safetensors")
     )
     cfg = AgentConfig(model="autoui-base", checkpoint_dir=str(root), max_new_tokens=12)
-    policy = build_policy(cfg)
+    with caplog.at_level(logging.WARNING, logger="distrl_tasks.agents.policy"):
+        policy = build_policy(cfg)
+    # the pointer (on by default) acts only where one grammar state marks a tap's touch point;
+    # a vocabulary whose pieces cross it still loads, writing taps as coordinates, and says so
+    crossed = policy.grammar is not None and policy.grammar.touch_crossed
+    assert policy.pointer is not crossed
+    assert ("no single place to point" in caplog.text) is crossed
     obs = observations(6)
     sample = policy.sample(obs, temperature=2.0, generator=torch.Generator().manual_seed(1))
     pairs = zip(sample.texts, sample.token_ids, strict=True)
