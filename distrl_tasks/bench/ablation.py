@@ -56,7 +56,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # the learner that never waits: 0.02 updates per transition (an update reads
     # algorithm.distrl.windows windows), and actors are not held back by rounds (the replay
     # window) but by the staleness gate
-    "continuous": {"orchestration.continuous.replay_ratio": 0.02},
+    "continuous": {
+        "orchestration.continuous.replay_ratio": 0.02,
+        "orchestration.continuous.learner_process": False,
+    },
     # the same with the learner in a process of its own (no interpreter lock shared with actors)
     "continuous_process": {
         "orchestration.continuous.replay_ratio": 0.02,

@@ -27,8 +27,9 @@ DEFAULTS_BEFORE: tuple[dict[str, Any], ...] = (
         "orchestration.continuous.replay_ratio": 0.0,
         "orchestration.continuous.replay_window_rounds": 0,
     },
-    # generation 2: the tap-target pointer on by default
-    {"agent.pointer": False},
+    # generation 2: the tap-target pointer on, and the continuous learner in a process of its own,
+    # by default
+    {"agent.pointer": False, "orchestration.continuous.learner_process": False},
 )
 DEFAULTS_GENERATION = len(DEFAULTS_BEFORE)
 

@@ -121,9 +121,8 @@ class ContinuousConfig:
     # work (shards, labels, export, the same evaluation, registration) end inside the budget
     finish_reserve_s: float = 50.0
     # the learner in a process of its own (no interpreter lock shared with the actors; the shape
-    # for a learner on its own device); false: a thread beside the actors. Off by default until
-    # more seeds confirm its one-seed gain (benchmarks/results/2026-11-25-ablation.md)
-    learner_process: bool = False
+    # for a learner on its own device); false: a thread beside the actors, which share its lock
+    learner_process: bool = True
 
     def validate(self, key: str) -> None:
         _check(self.replay_ratio >= 0, f"{key}.replay_ratio", "must be >= 0")

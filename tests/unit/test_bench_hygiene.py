@@ -110,6 +110,7 @@ def test_an_export_without_overrides_still_reads(tmp_path: Path) -> None:
 
 RATIO = "orchestration.continuous.replay_ratio"
 WINDOW = "orchestration.continuous.replay_window_rounds"
+PROCESS = "orchestration.continuous.learner_process"
 
 
 def test_overrides_against_older_defaults_are_read_against_todays() -> None:
@@ -117,22 +118,26 @@ def test_overrides_against_older_defaults_are_read_against_todays() -> None:
 
     def then(method: str, overrides: dict | None, generation: int = 0) -> dict | None:
         old = record(method, 0, 0.5, overrides, task_set="general")
-        old.overrides_generation = generation  # 0: before DistRL's continuous learner; 1: pointer
+        # 0: before DistRL's continuous learner; 1: before the pointer and the learner process
+        old.overrides_generation = generation
         return current_overrides(old)
 
-    pointer, off = {"agent.pointer": True}, {"agent.pointer": False}
-    # the windowed continuous learner and the pointer, set by hand then, are today's defaults
-    assert then("distrl", {**pointer, RATIO: 0.1, WINDOW: 4}) == {}
-    assert then("distrl", {**pointer, RATIO: 0.1}) == {WINDOW: 0}
-    # the round learner and coordinates, the defaults then, are overrides now
+    pointer, off, thread = {"agent.pointer": True}, {"agent.pointer": False}, {PROCESS: False}
+    # the windowed continuous learner and the pointer, set by hand then, are today's defaults;
+    # its learner was a thread then
+    assert then("distrl", {**pointer, RATIO: 0.1, WINDOW: 4}) == thread
+    assert then("distrl", {**pointer, RATIO: 0.1}) == {WINDOW: 0, **thread}
+    # the round learner and coordinates, the defaults then, are overrides now (no learner process
+    # without the continuous learner)
     assert then("distrl", pointer) == {RATIO: 0.0}
     assert then("distrl", {}) == {**off, RATIO: 0.0}
     assert then("distrl", {"bench.budget_s": 300.0}) == {**off, "bench.budget_s": 300.0, RATIO: 0.0}
     # a synchronous method never read the ratio: only the pointer moved for it
     assert then("digirl", pointer) == {}
     assert then("digirl", {}) == off
-    # generation 1 (the continuous learner already the default): only the pointer moved since
-    assert then("distrl", {}, generation=1) == off
+    # generation 1 (the continuous learner already the default, as a thread)
+    assert then("distrl", {}, generation=1) == {**off, **thread}
+    assert then("distrl", {**pointer, PROCESS: True}, generation=1) == {}
     assert then("distrl", {**pointer, RATIO: 0.0}, generation=1) == {RATIO: 0.0}
     # today's generation, and unknown overrides, are left as they are
     assert current_overrides(record("distrl", 0, 0.5, off)) == off

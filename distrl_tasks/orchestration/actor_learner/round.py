@@ -14,7 +14,7 @@ or on emulators, and with ``replay_ratio: 0``, asynchronous runs take learner ro
 * the learner (:class:`~.learner.ContinuousLearner`) trains on the
   labeled episodes as they arrive at ``replay_ratio`` updates per transition, pre-fits its
   fresh critic on the first data, and publishes a version every ``K`` updates or ``T`` seconds;
-  it runs in a process of its own (``learner_process``,
+  it runs in a process of its own (``learner_process``, the default,
   :mod:`~.process`) or as a thread beside the actors;
 * at the end the episodes are written as the round's shards (like ``collect``) and labeled (the
   oracle's verdicts, into ``labeled/`` where later rounds' replay and the curriculum read), the
