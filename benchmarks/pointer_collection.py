@@ -5,9 +5,10 @@ Usage::
     python benchmarks/pointer_collection.py [--checkpoint DIR] [--rounds 3] [--episodes 2]
 
 Each round runs the collect stage (:func:`distrl_tasks.stages.collect.run`) twice on the same
-goals (same round number): once with ``agent.pointer: false`` (coordinates only, today's
-default) and once with ``agent.pointer: true`` (the same weights plus a pointer head, each
-observation offering ``agent.pointer_elements`` elements), in alternating order so that a
+goals (same round number): once with ``agent.pointer: false`` (coordinates only, the
+default before the pointer) and once with ``agent.pointer: true`` (the default: the same
+weights plus a pointer head, each observation offering ``agent.pointer_elements`` elements),
+in alternating order so that a
 neighbour's load falls on both. The checkpoint defaults to the shipped base; a base trained
 without the head gets a fresh one (it writes coordinates nearly always, so both arms write the
 same kinds of actions and the figure is the pointer's cost). Printed: steps/s per run, the

@@ -238,9 +238,10 @@ def elements_from_rows(rows: Sequence[dict] | None) -> tuple[Element, ...]:
     """Elements back from :func:`element_rows`' structs (None, a null cell: no elements).
 
     Points are re-rounded to the action format's 4 decimals (the column stores float32), so a
-    stored element's tap is spelled exactly as it was when the step was taken.
+    stored element's tap is spelled exactly as it was when the step was taken. The cell may be a
+    list (Arrow's ``to_pylist``) or a numpy object array (pandas rows), so it is never truth-tested.
     """
-    if not rows:
+    if rows is None or len(rows) == 0:
         return ()
     return tuple(
         Element(

@@ -102,11 +102,14 @@ def _headless_shipped_base(directory: Path) -> Path:
 
 
 def test_pretrain_onto_fits_the_pointer_and_keeps_the_bases_weights(tmp_path: Path) -> None:
-    cfg = small_cfg()
+    cfg = small_cfg()  # the pointer is on by default
     headless = _headless_shipped_base(tmp_path / "headless")
-    with pytest.raises(ValueError, match=r"agent\.pointer=true"):
-        pretrain.run_onto(cfg, headless, workdir=tmp_path)
-    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=True))
+    off = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, pointer=False))
+    with pytest.raises(ValueError, match=r"agent\.pointer: true"):
+        pretrain.run_onto(off, headless, workdir=tmp_path)
+    free = dataclasses.replace(cfg.agent, constrained_decoding=False)  # no grammar to point with
+    with pytest.raises(ValueError, match="constrained_decoding"):
+        pretrain.run_onto(dataclasses.replace(cfg, agent=free), headless, workdir=tmp_path)
     out = tmp_path / "with-pointer"
     card = pretrain.run_onto(cfg, headless, workdir=tmp_path, out=out, command="onto test")
     base, _, base_card = load_base(str(headless))  # type: ignore[misc]

@@ -306,7 +306,10 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     assert _digest(_cache_view(base)) == _digest(before)
     # a mode's key stays out while the mode is off, and counts once it is on
     assert "orchestration.continuous.finish_reserve_s" not in _cache_view(base)
-    cont = dataclasses.replace(base.orchestration.continuous, replay_ratio=0.02)
+    # (the smoke preset runs its learner as a thread; the process is the default's)
+    cont = dataclasses.replace(
+        base.orchestration.continuous, replay_ratio=0.02, learner_process=True
+    )
     on = dataclasses.replace(
         base, orchestration=dataclasses.replace(base.orchestration, continuous=cont)
     )
