@@ -121,7 +121,8 @@ class LearningBenchSettings:
                 "algorithm.critic_prefit.min_steps": 2,
                 "algorithm.critic_prefit.max_steps": 4,
                 # DistRL's continuous round: its actors halt this long before the 20 s budget,
-                # and its learner is a thread (a process's start, spawn and imports, is ~10 s)
+                # and its learner is a thread (a process's start, spawn and imports, would take
+                # most of the budget)
                 "orchestration.continuous.finish_reserve_s": 2.0,
                 "orchestration.continuous.learner_process": False,
                 "algorithm.distrl.windows": 2,

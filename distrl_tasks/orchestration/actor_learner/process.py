@@ -3,7 +3,7 @@
 In one process the actors (device I/O, image features, batched decoding) and the learner thread
 share the interpreter lock. With ``orchestration.continuous.learner_process`` the learner runs
 in a spawned process instead (the default), the shape of DistRL's learner on a device of its
-own: on two cores the thread loses about half its speed to the actors.
+own: as a thread it waits on the actors' lock for much of each update.
 
 The actors' side keeps the :class:`~.board.VersionBoard` (the staleness
 gate and its counters); the learner's side drives the same
