@@ -11,6 +11,7 @@ import dataclasses
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from distrl_tasks.cli.common import add_config_flags, config_path
 from distrl_tasks.config import ConfigError, parse_override
@@ -77,8 +78,15 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         help="markdown record to write (default: benchmarks/results/<today>-<benchmark>.md; "
         "then replace the target's row in benchmarks/RESULTS.md with its figure and link)",
     )
-    p.add_argument("--plots-dir", default="benchmarks/plots", help="where the PNGs go")
-    p.add_argument("--no-results", action="store_true", help="do not write the results file")
+    p.add_argument(
+        "--plots-dir",
+        help="where the PNGs go (default benchmarks/plots; with --no-results <workdir>/plots)",
+    )
+    p.add_argument(
+        "--no-results",
+        action="store_true",
+        help="do not write the results file, nor plots into the tree (they go to the workdir)",
+    )
     p.add_argument(
         "--finished-only",
         action="store_true",
@@ -159,6 +167,14 @@ def export_dir_from_args(args: argparse.Namespace) -> str | None:
     return args.export_dir or (None if args.smoke else DEFAULT_EXPORT_DIR)
 
 
+def plots_dir_from_args(args: argparse.Namespace) -> str:
+    """``--plots-dir``, else the tree's plots folder, except with ``--no-results``: a partial
+    run's curves then stay in its workdir, so the committed plots keep matching the record."""
+    if args.plots_dir:
+        return args.plots_dir
+    return str(Path(args.workdir) / "plots") if args.no_results else "benchmarks/plots"
+
+
 def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     """Run the benchmark the parsed flags describe; prints progress and the table."""
     from distrl_tasks.bench.learning import (
@@ -182,7 +198,7 @@ def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
         workdir=args.workdir,
         export_dir=export_dir,
         results_file=None if args.no_results else args.results_file,
-        plots_dir=args.plots_dir,
+        plots_dir=plots_dir_from_args(args),
         command=command or shlex.join(["distrl", *sys.argv[1:]]),
         fresh=args.fresh,
         log=lambda line: print(line, flush=True),

@@ -342,7 +342,7 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
 
 
 def test_cli_flags_become_settings() -> None:
-    from distrl_tasks.cli.bench import settings_from_args
+    from distrl_tasks.cli.bench import plots_dir_from_args, settings_from_args
     from distrl_tasks.cli.main import build_parser
 
     argv = "bench learning --smoke --seeds 2 --methods distrl,digirl --budget-s 45"
@@ -354,6 +354,11 @@ def test_cli_flags_become_settings() -> None:
     assert s.overrides["algorithm.actor_epochs"] == 3 and s.preset == "smoke+flags"
     assert s.overrides["algorithm.batch_size"] == 2  # the preset's other overrides stay
     assert args.no_results
+    # a partial run's curves stay in its workdir; the tree's plots match the committed record
+    assert plots_dir_from_args(args) == str(Path("runs/learning-bench") / "plots")
+    assert plots_dir_from_args(build_parser().parse_args(argv.split())) == "benchmarks/plots"
+    chosen = build_parser().parse_args([*argv.split(), "--no-results", "--plots-dir", "p"])
+    assert plots_dir_from_args(chosen) == "p"
     full = settings_from_args(argparse.Namespace(**{**vars(args), "smoke": False}))
     assert full.task_sets == ("general", "webshop")
 
