@@ -12,28 +12,49 @@ from distrl_tasks.bench.report import METHOD_LABELS
 
 
 def machine_info() -> dict[str, Any]:
-    """CPU count, CPU model (``/proc/cpuinfo``), Python and torch versions."""
-    model = platform.processor() or "unknown"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+    """CPU count, CPU model, family and model numbers (``/proc/cpuinfo``), the vector ISA torch's
+    CPU kernels use, Python and torch versions.
+
+    The ISA and the family/model are kept because two machines with the same model name can pick
+    different kernels, and then the same bootstrap trains different weights.
+    """
+    model, fields = platform.processor() or "unknown", cpuinfo_fields()
+    model = fields.get("model name", model)
     try:
         import torch  # lazy: torch, optional here
 
-        torch_version = torch.__version__
+        torch_version, capability = torch.__version__, torch.backends.cpu.get_cpu_capability()
     except ImportError:  # pragma: no cover - torch is a dependency of the benchmark
-        torch_version = "-"
+        torch_version = capability = "-"
+    family = (
+        f"family {fields['cpu family']} model {fields['model']}"
+        if "cpu family" in fields and "model" in fields
+        else "-"
+    )
     return {
         "nproc": len(os.sched_getaffinity(0))
         if hasattr(os, "sched_getaffinity")
         else os.cpu_count(),
         "cpu": model,
+        "cpu_family": family,
+        "torch_cpu_capability": capability,
         "python": platform.python_version(),
         "torch": torch_version,
     }
+
+
+def cpuinfo_fields(path: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
+    """The first processor's ``key: value`` lines of ``/proc/cpuinfo`` ({} where there is none)."""
+    if not path.is_file():
+        return {}
+    fields: dict[str, str] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip():
+            break  # the first processor's block ends at its blank line
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    return fields
 
 
 def describe_settings(

@@ -197,3 +197,24 @@ def test_cli_export_dir_defaults() -> None:
     assert parsed("--smoke") is None  # smoke numbers mean nothing: not exported unless named
     assert parsed("--smoke", "--export-dir", "x") == "x"
     assert parsed("--no-export") is None
+
+
+def test_machine_info_names_the_cpu_family_and_torch_kernels(tmp_path: Path) -> None:
+    from distrl_tasks.bench.describe import cpuinfo_fields, machine_info
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n\n"
+        "processor\t: 1\ncpu family\t: 6\nmodel\t\t: 143\n"
+    )
+    assert cpuinfo_fields(cpuinfo) == {
+        "processor": "0",
+        "cpu family": "25",
+        "model": "17",
+        "model name": "AMD EPYC",
+    }
+    assert cpuinfo_fields(tmp_path / "absent") == {}
+    info = machine_info()
+    kernels = {"DEFAULT", "VSX", "Z VECTOR", "NO AVX", "AVX2", "AVX512", "SVE256"}
+    assert info["torch_cpu_capability"] in kernels
+    assert info["cpu_family"] == "-" or info["cpu_family"].startswith("family ")
