@@ -15,8 +15,8 @@ def machine_info() -> dict[str, Any]:
     """CPU count, CPU model, family and model numbers (``/proc/cpuinfo``), the vector ISA torch's
     CPU kernels use, Python and torch versions.
 
-    The ISA and the family/model are kept because two machines with the same model name can pick
-    different kernels, and then the same bootstrap trains different weights.
+    The ISA and the family/model are kept because two machines with the same model name can run
+    different kernels, whose rounding differs, so a rebuilt bootstrap's weights may differ too.
     """
     model, fields = platform.processor() or "unknown", cpuinfo_fields()
     model = fields.get("model name", model)
