@@ -18,8 +18,8 @@ def machine_info() -> dict[str, Any]:
     The ISA and the family/model are kept because two machines with the same model name can run
     different kernels, whose rounding differs, so a rebuilt bootstrap's weights may differ too.
     """
-    model, fields = platform.processor() or "unknown", cpuinfo_fields()
-    model = fields.get("model name", model)
+    fields = cpuinfo_fields()
+    model = fields.get("model name") or platform.processor() or "unknown"
     try:
         import torch  # lazy: torch, optional here
 
