@@ -14,7 +14,14 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--rounds",
         type=int,
-        help="online RL rounds (default 3); off2on runs the offline round 0 first",
+        help="at most this many online RL rounds (default: as many as --budget-s allows; "
+        "3 without a budget); off2on runs the offline round 0 first",
+    )
+    demo.add_argument(
+        "--budget-s",
+        type=float,
+        help="wall-clock seconds of the RL phase, its last check included (default 750, what "
+        "the 15-minute demo leaves after the bootstrap; 0: no bound)",
     )
     demo.add_argument("--workdir", default="runs/demo", help="the demo's own project directory")
     demo.add_argument(
@@ -30,6 +37,7 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from distrl_tasks.orchestration.demo import (
+        DEMO_BUDGET_S,
         DEMO_OVERRIDES,
         run_demo,
         run_expert_showcase,
@@ -46,11 +54,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise ConfigError(f"--tasks-per-split: must be >= 1, got {args.tasks_per_split}")
     if args.rounds is not None and args.rounds < 1:
         raise ConfigError(f"--rounds: must be >= 1, got {args.rounds}")
+    if args.budget_s is not None and not args.budget_s >= 0:
+        raise ConfigError(f"--budget-s: must be >= 0, got {args.budget_s}")
+    budget_s = DEMO_BUDGET_S if args.budget_s is None else args.budget_s
     cfg = load_config(config_path(args), overrides)
     if args.showcase_only:
         return run_expert_showcase(
             cfg, tasks_per_split=args.tasks_per_split, mistake_rate=cfg.sim.expert_mistake_rate
         )
     return run_demo(
-        cfg, workdir=args.workdir, tasks_per_split=args.tasks_per_split, rounds=args.rounds
+        cfg,
+        workdir=args.workdir,
+        tasks_per_split=args.tasks_per_split,
+        rounds=args.rounds,
+        budget_s=budget_s or None,
     )

@@ -202,6 +202,25 @@ DEMO_OVERRIDES: dict[str, object] = {
     "algorithm.mode": "online",
 }
 
+# The demo's RL phase ends after this much wall clock, counted from the farm being up (its last
+# check inside it): what the 15-minute bound leaves after the showcase and the bootstrap.
+DEMO_BUDGET_S = 750.0
+UNBOUNDED_ROUNDS = 100_000  # with a budget and no --rounds, the budget alone ends the RL phase
+
+
+def describe_plan(cfg: Config, rounds: int, budget_s: float | None, *, continuous: bool) -> str:
+    """What the demo's RL phase will run, in words (``rounds`` >= UNBOUNDED_ROUNDS: no count)."""
+    if cfg.algorithm.mode == "offline":
+        return "the offline phase (round 0) only"
+    limits = [f"{rounds} rounds' episodes"] if rounds < UNBOUNDED_ROUNDS else []
+    limits += [f"{budget_s:.0f} s of wall clock"] if budget_s else []
+    if continuous:
+        plan = f"one continuous asynchronous round ({', at most '.join(limits)})"
+    else:
+        mode = "asynchronous" if cfg.orchestration.asynchronous else "synchronous"
+        plan = f"{mode} rounds ({', at most '.join(limits)})"
+    return plan + (" after the offline phase (round 0)" if cfg.algorithm.mode == "off2on" else "")
+
 
 def prepare_workdir(workdir: Path) -> None:
     """The demo's own small project (git + DVC), so it never commits into the user's checkout."""
@@ -216,9 +235,14 @@ def run_demo(
     workdir: str | Path = "runs/demo",
     tasks_per_split: int = 8,
     rounds: int | None = None,
+    budget_s: float | None = DEMO_BUDGET_S,
     showcase: bool = True,
 ) -> int:
-    """`distrl demo`: the simulator showcase, SFT bootstrap, then rounds of RL, with tables."""
+    """`distrl demo`: the simulator showcase, SFT bootstrap, then rounds of RL, with tables.
+
+    ``budget_s`` bounds the RL phase's wall clock (None: no bound, ``rounds`` or
+    ``orchestration.rounds`` rounds); with a budget and no ``rounds`` the budget alone ends it.
+    """
     from distrl_tasks.orchestration.actor_learner import (
         round as continuous,  # lazy: torch + pyarrow
     )
@@ -242,21 +266,14 @@ def run_demo(
         print(f"A policy is already registered (version {boot.get('version')}): not retrained.")
     for split, rate in sorted(sft.items()):
         print(f"  SFT policy success on {split}: {rate:.1%}")
-    n = rounds or cfg.orchestration.rounds
-    if cfg.algorithm.mode == "offline":
-        plan = "the offline phase (round 0) only"
-    else:
-        offline = " after the offline phase (round 0)" if cfg.algorithm.mode == "off2on" else ""
-        if continuous.enabled(cfg):
-            plan = f"one continuous asynchronous round ({n} rounds' episodes){offline}"
-        else:
-            mode = "asynchronous" if cfg.orchestration.asynchronous else "synchronous"
-            plan = f"{n} {mode} rounds{offline}"
+    n = rounds or (UNBOUNDED_ROUNDS if budget_s else cfg.orchestration.rounds)
+    plan = describe_plan(cfg, n, budget_s, continuous=continuous.enabled(cfg))
     print(f"\n== 3. {plan} of {cfg.algorithm.name} on the simulator ==")
     results = run_rounds(
         cfg,
         workdir=workdir,
         rounds=n,
+        budget_s=budget_s or None,
         on_round=lambda r: print(
             f"  round {r.round}{' (offline phase)' if r.round == 0 else ''}: learned from "
             f"{r.row()['trajectories']} new trajectories, "

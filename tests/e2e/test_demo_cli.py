@@ -47,6 +47,13 @@ def test_demo_rejects_a_bad_config_cleanly() -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_demo_rejects_a_negative_budget_before_any_work() -> None:
+    proc = _distrl("demo", "--budget-s", "-5")
+    assert proc.returncode == 2
+    assert "--budget-s: must be >= 0" in proc.stderr
+    assert "Traceback" not in proc.stderr and "== 1." not in proc.stdout
+
+
 @pytest.mark.slow
 def test_full_demo_runs_bootstrap_and_a_round_end_to_end(tmp_path: Path) -> None:
     """The README's main job, shrunk: showcase, SFT bootstrap, one RL round, the tables."""
@@ -69,6 +76,8 @@ def test_full_demo_runs_bootstrap_and_a_round_end_to_end(tmp_path: Path) -> None
         "2",
         "--tasks-per-split",
         "1",
+        "--budget-s",
+        "600",
         "--workdir",
         str(tmp_path / "demo"),
         *sets,
@@ -77,6 +86,7 @@ def test_full_demo_runs_bootstrap_and_a_round_end_to_end(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     assert "== 2. Bootstrap" in out and "SFT policy success on test" in out
+    assert "round (1 rounds' episodes, at most 600 s of wall clock) of distrl" in out
     assert re.search(r"^\s+SFT\s+\S*\s*[\d.]+%", out, re.M), out[-2000:]
     assert re.search(r"^\s+1\s+[\d.]+%\s+[\d.]+%", out, re.M), out[-2000:]
     assert (tmp_path / "demo" / "runs" / "mlflow.db").is_file()
