@@ -24,7 +24,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("learner_process", [True, False], ids=["process", "thread"])
-def test_continuous_round_trains_while_collecting_and_registers(tmp_path, learner_process) -> None:
+def test_continuous_round_trains_while_collecting_and_registers(
+    tmp_path, learner_process, capsys
+) -> None:
     torch.set_num_threads(1)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     cfg = config_from_dict(
@@ -86,3 +88,7 @@ def test_continuous_round_trains_while_collecting_and_registers(tmp_path, learne
     assert res.label["labeled"] + res.label["unlabeled"] == 6  # in labeled/ for later rounds
     assert res.register["version"] == first + 1
     assert "success_rate" in res.evaluate
+    # the round's own bar counted every planned episode (no budget: a total to count down)
+    lines = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    last = [ln for ln in lines if ln.startswith("continuous")][-1]
+    assert "6/6" in last and "updates=" in last and "left_s" not in last

@@ -290,6 +290,24 @@ def test_actors_halt_the_reserve_before_the_budget_ends():
     assert halt_delay(900.0, 30.0, 880.0) == 0.0  # already inside the reserve: halt now
 
 
+def test_the_round_bar_shows_success_updates_version_and_seconds_left(capsys):
+    from distrl_tasks.orchestration.actor_learner.round import RoundProgress
+    from distrl_tasks.runners.trajectory import Episode
+
+    board = VersionBoard(object(), 3, replay_ratio=0.5)
+    board.record_updates(7)
+    bar = RoundProgress(board, None, time.perf_counter() + 120.0)
+    bar.episode(Episode("t1", "open settings", "emulator-5554", success=True))
+    bar.episode(Episode("t2", "open settings", "emulator-5554", success=None))  # device lost
+    assert (bar.successes, bar.bar.n) == (1, 2)
+    figures = bar.bar.postfix
+    bar.close()
+    assert "success=50%" in figures and "updates=7" in figures and "version=3" in figures
+    left = int(figures.split("left_s=")[1])
+    assert 115 <= left <= 120
+    assert "continuous: 2traj" in capsys.readouterr().err
+
+
 def test_a_group_method_without_signal_pays_its_updates_and_takes_no_step(tmp_path):
     # GRPO on one group whose attempts all failed: no advantage anywhere; the owed updates are
     # skipped (no optimizer step) and paid on the board, so actors are not held at the gate

@@ -54,6 +54,7 @@ from distrl_tasks.orchestration.actor_learner.continuous_learner import (
 from distrl_tasks.orchestration.actor_learner.process import LearnerProcess
 from distrl_tasks.orchestration.round_chain import learn
 from distrl_tasks.orchestration.round_results import RoundResult
+from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.runners.collector import collect_async, planned_trajectories
 from distrl_tasks.runners.exploration import (
     ElementExploration,
@@ -78,6 +79,34 @@ def enabled(cfg: Config) -> bool:
     """Whether online rounds run as one continuous round (see the module docstring); without
     verdicts as episodes end, asynchronous runs take learner rounds at the same replay ratio."""
     return train.learner_replay_ratio(cfg) > 0 and verdicts_as_episodes_end(cfg)
+
+
+class RoundProgress:
+    """The continuous round's bar: finished episodes, their success, the learner's updates and
+    newest version, and the seconds left before the actors halt (under a budget)."""
+
+    def __init__(self, board: VersionBoard, total: int | None, halt_at: float | None) -> None:
+        self.board, self.halt_at = board, halt_at
+        self.bar = progress_bar(total=total, desc="continuous", unit="traj", enabled=True)
+        self.successes = 0
+        self.lock = threading.Lock()
+
+    def episode(self, ep: Episode) -> None:
+        """Count one finished episode and redraw the bar's figures."""
+        with self.lock:
+            self.successes += bool(ep.success)
+            self.bar.update(1)
+            figures: dict[str, object] = {
+                "success": f"{self.successes / self.bar.n:.0%}",
+                "updates": self.board.updates,
+                "version": self.board.version,
+            }
+            if self.halt_at is not None:
+                figures["left_s"] = max(0, round(self.halt_at - time.perf_counter()))
+            self.bar.set_postfix(figures, refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def continuous_round(
@@ -176,9 +205,17 @@ def continuous_round(
         elif labeled:
             cl.add(table_from_rows(ep.rows, dim))
 
+    halt_at = None  # perf_counter() when the actors halt under a budget
+    if budget_s is not None:
+        reserve_s = c.finish_reserve_s + check_s
+        halt_at = time.perf_counter() + halt_delay(budget_s, reserve_s, time.perf_counter() - t0)
+    to_run = sum(len(g) for g in plan.values()) - len(done)
+    bar = RoundProgress(board, to_run if halt_at is None else None, halt_at)
+
     def keep_and_feed(ep: Episode) -> None:
         journal.record(ep)  # on disk first: a kill from here on keeps the episode
         feed(ep)
+        bar.episode(ep)
 
     # the killed attempt's learner died with its updates: this one trains on its episodes first
     for ep in sorted(done.values(), key=lambda e: e.trajectory_id):
@@ -227,9 +264,8 @@ def continuous_round(
     thread = threading.Thread(target=actors, name="continuous-actors", daemon=True)
     thread.start()
     timer = None
-    if budget_s is not None:
-        delay = halt_delay(budget_s, c.finish_reserve_s + check_s, time.perf_counter() - t0)
-        timer = threading.Timer(delay, halt.set)
+    if halt_at is not None:
+        timer = threading.Timer(max(0.0, halt_at - time.perf_counter()), halt.set)
         timer.daemon = True
         timer.start()
     learner_stop = threading.Event()
@@ -250,6 +286,7 @@ def continuous_round(
             timer.cancel()
         if remote is not None:
             remote.close()
+        bar.close()
     if "error" in out:
         raise out["error"]
     result = out["result"]
