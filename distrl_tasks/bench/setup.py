@@ -149,6 +149,8 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "agent.sft.goal_mix": "file",
     "agent.exploration.element_goal_weight": 0.0,
     "agent.goal_typing": False,
+    # every cached run trained and collected with the benchmark's one torch thread
+    "orchestration.threads": 1,
 }
 # Keys that decide what is kept on disk, never what a run learns: they never name a result.
 STORAGE_KEYS: frozenset[str] = frozenset(
@@ -324,6 +326,7 @@ def run_config(
         "orchestration.devices_per_worker": settings.devices,
         "orchestration.episodes_per_device": settings.episodes_per_device,
         "orchestration.eval_tasks": settings.round_eval_tasks,
+        "orchestration.threads": settings.threads,
         # every round's policy stays until the run ends (the final one is the last round in
         # budget, not the newest); the run then keeps only it (``run_one``)
         "tracking.keep_checkpoints": 0,

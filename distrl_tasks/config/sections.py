@@ -390,6 +390,10 @@ class OrchestrationConfig:
     eval_devices: int = 32
     inference_max_batch: int = 32  # most observations per batched policy call (async collection)
     inference_max_wait_ms: float = 5.0  # how long a policy batch waits to fill up
+    # torch threads of the rounds `distrl round` / `demo` / `bench` run in one process (the
+    # actors' inference, the learner and its process): 0 = every CPU; 1 is faster where they
+    # share 2 cores
+    threads: int = 1
     # async: most collections finished or in flight that the learner is not done with
     # (2 = one round ahead; 0 = data.replay_window_rounds)
     actor_max_pending: int = 0
@@ -411,3 +415,4 @@ class OrchestrationConfig:
         _check(self.eval_devices >= 1, f"{key}.eval_devices", "must be >= 1")
         _check(self.inference_max_batch >= 1, f"{key}.inference_max_batch", "must be >= 1")
         _check(self.inference_max_wait_ms >= 0, f"{key}.inference_max_wait_ms", "must be >= 0")
+        _check(self.threads >= 0, f"{key}.threads", "must be >= 0")

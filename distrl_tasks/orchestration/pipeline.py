@@ -56,7 +56,7 @@ from distrl_tasks.orchestration.round_results import (
     RoundResult,
     format_rounds,  # noqa: F401
 )
-from distrl_tasks.stages.common import round_dir
+from distrl_tasks.stages.common import round_dir, torch_threads
 
 CollectCallback = Callable[[int, dict[str, Any], float], None]
 
@@ -172,10 +172,7 @@ def run_rounds(
     Raises:
         ValueError: ``rounds`` < 1, a budget <= 0, or a first round the mode does not have.
     """
-    from distrl_tasks.orchestration.actor_learner import (
-        round as continuous,  # lazy: torch + pyarrow
-    )
-    from distrl_tasks.stages import bootstrap, farm  # lazy: torch + mlflow
+    from distrl_tasks.stages import bootstrap  # lazy: torch + mlflow
 
     n = rounds if rounds is not None else cfg.orchestration.rounds
     if n < 1:
@@ -186,6 +183,25 @@ def run_rounds(
     modes.check_round(cfg, first)
     check_labeling(cfg)  # before any work: a Gemini round needs its key and a served model
     bootstrap.run(cfg, workdir=workdir)
+    with torch_threads(cfg.orchestration.threads):  # a learner process inherits it
+        return _run_online(cfg, workdir, first, n, on_round, budget_s, on_collect)
+
+
+def _run_online(
+    cfg: Config,
+    workdir: str | os.PathLike,
+    first: int,
+    n: int,
+    on_round: Callable[[RoundResult], None] | None,
+    budget_s: float | None,
+    on_collect: CollectCallback | None,
+) -> list[RoundResult]:
+    """:func:`run_rounds` once the bootstrap is there: the farm, the offline phase, the rounds."""
+    from distrl_tasks.orchestration.actor_learner import (
+        round as continuous,  # lazy: torch + pyarrow
+    )
+    from distrl_tasks.stages import farm  # lazy: torch + mlflow
+
     results: list[RoundResult] = []
     record = farm.start(cfg, workdir=workdir, owner_pid=os.getpid())
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 
@@ -136,6 +137,22 @@ def test_sync_rounds_run_in_lockstep(fake_stages) -> None:
     assert calls == [*lockstep, ("stop", 0)]
     assert [r.finished_s for r in results] == [1.0, 2.0, 3.0]
     assert all(r.seconds == 1.0 for r in results)
+
+
+def test_rounds_run_with_the_configured_torch_threads_and_restore_them(fake_stages) -> None:
+    import torch
+
+    timing, _ = fake_stages
+    inside: list[int] = []
+    timing["on_learn"] = lambda result: inside.append(torch.get_num_threads())
+    before = torch.get_num_threads()
+    cfg = _cfg(False)
+    for threads, expected in ((1, 1), (2, 2), (0, len(os.sched_getaffinity(0)))):
+        inside.clear()
+        orchestration = dataclasses.replace(cfg.orchestration, threads=threads)
+        run_rounds(dataclasses.replace(cfg, orchestration=orchestration), rounds=2)
+        assert inside == [expected, expected]
+        assert torch.get_num_threads() == before
 
 
 def test_async_learner_rounds_take_every_collection_once(fake_stages) -> None:
