@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import platform
 import statistics
 import sys
 import threading
@@ -42,6 +40,7 @@ from dataclasses import dataclass, field
 import torch
 
 from distrl_tasks.agents.image_encoders import SmallImageEncoder
+from distrl_tasks.bench.describe import machine_info
 from distrl_tasks.config import EnvConfig, LatencyConfig, SimConfig
 from distrl_tasks.envs.adb_device import AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
@@ -263,8 +262,10 @@ def main() -> None:
         parser.error(f"--time-scale must be > 0, got {args.time_scale}")
     torch.set_num_threads(1)
     sim_cfg = SimConfig(latency=LatencyConfig(enabled=True, time_scale=args.time_scale))
+    machine = machine_info()
     print(
-        f"machine: nproc={os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}; "
+        f"machine: nproc={machine['nproc']}, {machine['cpu']} ({machine['cpu_family']}), "
+        f"Python {machine['python']}; "
         f"time_scale={args.time_scale}, mistake_rate={args.mistake_rate}, "
         f"horizon={args.horizon}, episodes/device={episodes}"
     )
@@ -279,14 +280,6 @@ def main() -> None:
         )
         report(a, s, overhead)
         sys.stdout.flush()
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ import torch
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
+from distrl_tasks.bench.describe import machine_info
 from distrl_tasks.bench.setup import LearningBenchSettings, run_config
 from distrl_tasks.config import parse_override
 from distrl_tasks.data.replay import ReplayBuffer
@@ -105,7 +105,7 @@ def main() -> None:
         json.dumps(
             {
                 "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+                "machine": machine_info(),
                 "threads": args.threads,
                 "trajectories": replay.num_trajectories,
                 "transitions": len(replay),

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import platform
 import random
 import sys
 import tempfile
@@ -43,6 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
 
+from distrl_tasks.bench.describe import machine_info
 from distrl_tasks.config import Config
 from distrl_tasks.data.replay import ReplayBuffer
 from distrl_tasks.data.shards import read_shards
@@ -252,12 +251,6 @@ def label_items(table: pa.Table, n: int) -> list[tuple[str, list[bytes]]]:
 
 
 # ----- main ---------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def main() -> None:
@@ -279,7 +272,11 @@ def main() -> None:
     if not 0.0 <= args.p429 < 1.0:
         parser.error(f"--p429 must be in [0, 1), got {args.p429}")
     torch.set_num_threads(1)
-    print(f"machine: nproc={os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
+    machine = machine_info()
+    print(
+        f"machine: nproc={machine['nproc']}, {machine['cpu']} ({machine['cpu_family']}), "
+        f"Python {machine['python']}"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         shard_dir = Path(tmp) / "shards"

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import platform
 import pstats
 import tempfile
 import time
@@ -30,6 +29,7 @@ from learner import synthetic_replay
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.algorithms.factory import build_algorithm
 from distrl_tasks.algorithms.learner import Learner
+from distrl_tasks.bench.describe import machine_info
 from distrl_tasks.config import config_from_dict
 from distrl_tasks.config.algorithm_specs import ALGORITHMS
 
@@ -74,8 +74,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile's top 25 per method")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    machine = machine_info()
     print(
-        f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s), "
+        f"# {machine['cpu']} ({machine['cpu_family']}, {machine['nproc']} CPUs), "
+        f"{torch.get_num_threads()} thread(s), "
         f"replay {args.trajectories} x {args.steps} steps, tiny policy, "
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     )
