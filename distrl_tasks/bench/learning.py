@@ -103,10 +103,9 @@ from distrl_tasks.bench.setup import (
     sft_key,
     sft_overrides,
 )
-from distrl_tasks.orchestration.pipeline import RoundResult, run_rounds
+from distrl_tasks.orchestration.pipeline import UNBOUNDED_ROUNDS, RoundResult, run_rounds
 from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest, torch_threads
 
-MAX_ROUNDS = 100_000  # the budget, not a round count, ends a run
 EXPERIMENT = "learning-bench"
 RECORD_FILE = "bench_record.json"
 
@@ -352,7 +351,7 @@ def run_one(
     results = run_rounds(
         cfg,
         workdir=workdir,
-        rounds=MAX_ROUNDS,
+        rounds=UNBOUNDED_ROUNDS,  # the budget, not a round count, ends a run
         budget_s=settings.budget_s,
         on_round=learned,
         on_collect=collected,

@@ -20,7 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from distrl_tasks.config import Config
-from distrl_tasks.orchestration.pipeline import format_rounds, run_rounds
+from distrl_tasks.orchestration.pipeline import UNBOUNDED_ROUNDS, format_rounds, run_rounds
 from distrl_tasks.tasks.expert import run_expert
 from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.taskset import load_goals
@@ -205,7 +205,6 @@ DEMO_OVERRIDES: dict[str, object] = {
 # The demo's RL phase ends after this much wall clock, counted from the farm being up (its last
 # check inside it): what the 15-minute bound leaves after the showcase and the bootstrap.
 DEMO_BUDGET_S = 750.0
-UNBOUNDED_ROUNDS = 100_000  # with a budget and no --rounds, the budget alone ends the RL phase
 
 
 def describe_plan(cfg: Config, rounds: int, budget_s: float | None, *, continuous: bool) -> str:

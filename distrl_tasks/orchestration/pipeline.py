@@ -136,6 +136,10 @@ def _label(cfg: Config, round_: int, workdir: str | os.PathLike) -> dict:
     return label.run(cfg, round=round_, workdir=workdir)
 
 
+# a round count that only a wall-clock budget ends (the benchmark's runs, the demo's RL phase)
+UNBOUNDED_ROUNDS = 100_000
+
+
 def run_rounds(
     cfg: Config,
     *,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from distrl_tasks.config import load_config
-from distrl_tasks.orchestration.demo import UNBOUNDED_ROUNDS, describe_plan
+from distrl_tasks.orchestration.demo import describe_plan
+from distrl_tasks.orchestration.pipeline import UNBOUNDED_ROUNDS
 
 
 def test_a_budget_alone_bounds_the_continuous_round() -> None:
