@@ -67,5 +67,5 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         workdir=args.workdir,
         tasks_per_split=args.tasks_per_split,
         rounds=args.rounds,
-        budget_s=budget_s or None,
+        budget_s=budget_s,
     )

@@ -207,8 +207,8 @@ def continuous_round(
 
     halt_at = None  # perf_counter() when the actors halt under a budget
     if budget_s is not None:
-        reserve_s = c.finish_reserve_s + check_s
-        halt_at = time.perf_counter() + halt_delay(budget_s, reserve_s, time.perf_counter() - t0)
+        now = time.perf_counter()
+        halt_at = now + halt_delay(budget_s, c.finish_reserve_s + check_s, now - t0)
     to_run = sum(len(g) for g in plan.values()) - len(done)
     bar = RoundProgress(board, to_run if halt_at is None else None, halt_at)
 
