@@ -24,6 +24,7 @@ from safetensors.torch import load, save, save_file
 from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, lm_head_is_tied
+from distrl_tasks.agents.pointer import upgrade_head_state
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer, Tokenizer
 from distrl_tasks.protocol.files import atomic_copy, atomic_write, read_json_object, temp_name
 
@@ -197,6 +198,7 @@ def load_checkpoint(
     files = weight_files(where)
     tokenizer = _load_tokenizer(where, config)
     state = read_weights(files)
+    upgrade_head_state(state)  # a pointer head saved before its goal-named feature
     t5 = _t5_config(config, where)
     if "image_dense.weight" not in state:
         raise CheckpointError(

@@ -23,8 +23,9 @@ it, so both ways count (the marginal over how the string was made). Actions that
 the touch point (other types) have ``log p = b + a`` as before.
 
 The head scores elements from what it is given apart from the prompt (each element's label ids
-through the model's token embeddings, and its centre, size and whether it is a text field), each
-element attending once over the fused prompt states; "write" is scored from the mean prompt
+through the model's token embeddings, its centre, size, whether it is a text field, and how much
+of its label the goal names: :func:`goal_named_share`), each element attending once over the
+fused prompt states; "write" is scored from the mean prompt
 state. So the copy path through the prompt is untouched, and a base without the head gains one
 that starts writing coordinates nearly always (:data:`WRITE_PRIOR`).
 """
@@ -32,6 +33,7 @@ that starts writing coordinates nearly always (:data:`WRITE_PRIOR`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -42,7 +44,7 @@ from distrl_tasks.agents.grammar import TOUCH_MARK
 from distrl_tasks.protocol.actions import format_action, tap
 from distrl_tasks.protocol.ui_dump import Element
 
-GEOMETRY = 5  # centre y, x; height, width; text field
+FEATURES = 6  # centre y, x; height, width; text field; share of the label the goal names
 LABEL_TOKENS = 16  # label ids the head reads per element
 # logit of "write coordinates" for a new head (elements start near 0): with 16 elements
 # p(write) ~ 0.995, so turning the pointer on for a base trained without it changes little
@@ -56,13 +58,14 @@ class PointerInputs:
     Attributes:
         label_ids: ``[B, K, N]`` long, each element's label ids (padded).
         label_mask: ``[B, K, N]`` bool, real label ids.
-        geometry: ``[B, K, 5]`` float, centre ``(y, x)``, size ``(h, w)``, text field flag.
+        features: ``[B, K, 6]`` float, centre ``(y, x)``, size ``(h, w)``, text field flag,
+            share of the label's words the goal names (:func:`goal_named_share`).
         present: ``[B, K]`` bool, real elements (rows have ``0..K``).
     """
 
     label_ids: torch.Tensor
     label_mask: torch.Tensor
-    geometry: torch.Tensor
+    features: torch.Tensor
     present: torch.Tensor
 
     @property
@@ -70,26 +73,51 @@ class PointerInputs:
         return int(self.present.shape[1])
 
 
+def _pieces(text: str) -> list[str]:
+    # letters and digits apart, so "10pm" names the "PM" button and "Booking.com" is two words
+    return re.findall(r"[a-z]+|[0-9]+", text.lower())
+
+
+def goal_named_share(label: str, goal: str) -> float:
+    """Share of ``label``'s words (runs of letters or of digits, any case) that ``goal`` holds.
+
+    Why: the head reads a label through token embeddings, which cannot tell two app names it
+    never saw apart; whether the goal names the element is a feature that needs no training
+    to carry over to new names (``"Snapchat app"`` in "Download the Snapchat app" is 1.0,
+    ``"WhatsApp"`` 0.0, ``"PM"`` in "Set alarm at 10pm" 1.0). 0.0 for a label without words.
+    """
+    label_words = _pieces(label)
+    if not label_words:
+        return 0.0
+    goal_words = set(_pieces(goal))
+    return sum(w in goal_words for w in label_words) / len(label_words)
+
+
 def pointer_inputs(
     encode: Callable[[str], Sequence[int]],
     rows: Sequence[Sequence[Element]],
+    goals: Sequence[str],
     device: torch.device | str,
 ) -> PointerInputs:
-    """Tensors of each row's elements; ``encode`` maps a label to ids (the tokenizer's)."""
+    """Tensors of each row's elements; ``encode`` maps a label to ids (the tokenizer's) and
+    ``goals[b]`` is row ``b``'s goal (for :func:`goal_named_share`)."""
+    if len(goals) != len(rows):
+        raise ValueError(f"{len(goals)} goals for {len(rows)} rows of elements")
     k = max((len(r) for r in rows), default=0)
     ids = torch.zeros((len(rows), k, LABEL_TOKENS), dtype=torch.long)
     mask = torch.zeros((len(rows), k, LABEL_TOKENS), dtype=torch.bool)
-    geometry = torch.zeros((len(rows), k, GEOMETRY), dtype=torch.float32)
+    features = torch.zeros((len(rows), k, FEATURES), dtype=torch.float32)
     present = torch.zeros((len(rows), k), dtype=torch.bool)
-    for b, elements in enumerate(rows):
+    for b, (elements, goal) in enumerate(zip(rows, goals, strict=True)):
         for j, e in enumerate(elements):
             label = list(encode(e.label))[:LABEL_TOKENS] if e.label else []
             if label:
                 ids[b, j, : len(label)] = torch.tensor(label, dtype=torch.long)
                 mask[b, j, : len(label)] = True
-            geometry[b, j] = torch.tensor([*e.point, *e.size, float(e.editable)])
+            named = goal_named_share(e.label, goal)
+            features[b, j] = torch.tensor([*e.point, *e.size, float(e.editable), named])
             present[b, j] = True
-    return PointerInputs(ids.to(device), mask.to(device), geometry.to(device), present.to(device))
+    return PointerInputs(ids.to(device), mask.to(device), features.to(device), present.to(device))
 
 
 class PointerHead(nn.Module):
@@ -102,7 +130,7 @@ class PointerHead(nn.Module):
     def __init__(self, d_model: int) -> None:
         super().__init__()
         self.d_model = d_model
-        self.geometry = nn.Linear(GEOMETRY, d_model)
+        self.features = nn.Linear(FEATURES, d_model)
         self.element_norm = nn.LayerNorm(d_model)
         self.query = nn.Linear(d_model, d_model, bias=False)
         self.mix = nn.Linear(2 * d_model, d_model)
@@ -142,13 +170,23 @@ class PointerHead(nn.Module):
             labels = labels.detach()
         labels = labels * inputs.label_mask[..., None].to(states.dtype)
         count = inputs.label_mask.sum(-1, keepdim=True).clamp(min=1).to(states.dtype)
-        elements = self.element_norm(labels.sum(2) / count + self.geometry(inputs.geometry))
+        elements = self.element_norm(labels.sum(2) / count + self.features(inputs.features))
         att = self.query(elements) @ states.transpose(1, 2) / math.sqrt(self.d_model)  # [B,K,L]
         att = att.masked_fill(~attention_mask.bool()[:, None, :], float("-inf"))
         context = torch.softmax(att, dim=-1) @ states  # [B, K, d]
         hidden = torch.tanh(self.mix(torch.cat([elements, context], dim=-1)))
         scores = self.score(hidden).squeeze(-1).masked_fill(~inputs.present, float("-inf"))
         return torch.cat([scores, write], dim=-1)
+
+
+def upgrade_head_state(state: dict[str, torch.Tensor], prefix: str = "pointer_head.") -> None:
+    """In place: a head saved before the goal-named feature (``geometry``, 5 inputs) becomes
+    this one with that feature's weights at 0, so it scores every element exactly as it did."""
+    old = state.pop(prefix + "geometry.weight", None)
+    if old is not None:
+        pad = old.new_zeros((old.shape[0], FEATURES - old.shape[1]))
+        state[prefix + "features.weight"] = torch.cat([old, pad], dim=1)
+        state[prefix + "features.bias"] = state.pop(prefix + "geometry.bias")
 
 
 def completion(element: Element) -> str:

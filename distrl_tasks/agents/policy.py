@@ -63,7 +63,7 @@ from distrl_tasks.agents.tokenizer import ByteTokenizer, Tokenizer
 from distrl_tasks.agents.vlm import VLMPolicy, is_vlm_checkpoint, load_vlm_policy, new_vlm_policy
 from distrl_tasks.config import AgentConfig
 from distrl_tasks.protocol.actions import ActionType, format_action, parse_action, tap
-from distrl_tasks.protocol.observation import Observation, format_prompt
+from distrl_tasks.protocol.observation import Observation, format_prompt, goal_of_prompt
 from distrl_tasks.protocol.ui_dump import Element
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,10 @@ class AutoUIPolicy:
         if not self.pointer or not any(o.elements for o in observations):
             return None
         inputs = pointer_inputs(
-            self.tokenizer.encode, [o.elements for o in observations], self.device
+            self.tokenizer.encode,
+            [o.elements for o in observations],
+            [goal_of_prompt(o.prompt) for o in observations],
+            self.device,
         )
         logits = self.model.choice_logits(states, mask, inputs).float()
         return torch.log_softmax(logits / self._pointer_temperature(temperature), dim=-1)
@@ -457,7 +460,10 @@ class AutoUIPolicy:
                 encoded = (self.model.encode(ids, mask, feats), mask)
         states, mask = encoded
         inputs = pointer_inputs(
-            self.tokenizer.encode, [o.elements for o in observations], self.device
+            self.tokenizer.encode,
+            [o.elements for o in observations],
+            [goal_of_prompt(o.prompt) for o in observations],
+            self.device,
         )
         logits = self.model.choice_logits(states, mask, inputs, detach_base=detach_base)
         logp = torch.log_softmax(logits.float(), -1)

@@ -9,13 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from distrl_tasks.agents.autoui import build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.grammar import TOUCH_MARK, grammar_for
 from distrl_tasks.agents.pointer import (
+    FEATURES,
     choice_targets,
     completion,
+    goal_named_share,
     pointer_inputs,
     tap_entropy,
     tap_log_prob,
@@ -24,7 +27,7 @@ from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.agents.shipped_base import SHIPPED_DIR
 from distrl_tasks.agents.tokenizer import ByteTokenizer
 from distrl_tasks.protocol.actions import ActionType, format_action, key, parse_action, swipe, tap
-from distrl_tasks.protocol.observation import Observation, format_prompt
+from distrl_tasks.protocol.observation import Observation, format_prompt, goal_of_prompt
 from distrl_tasks.protocol.ui_dump import Element
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -197,7 +200,8 @@ def test_pointer_loss_teaches_the_tapped_element_and_write_for_swipes() -> None:
     loss = policy.pointer_loss(obs, actions)
     assert loss is not None
     ids, mask, feats = policy._encoder_inputs(obs)
-    inputs = pointer_inputs(tokenizer.encode, [o.elements for o in obs], "cpu")
+    goals = [goal_of_prompt(o.prompt) for o in obs]
+    inputs = pointer_inputs(tokenizer.encode, [o.elements for o in obs], goals, "cpu")
     logp = torch.log_softmax(
         model.choice_logits(model.encode(ids, mask, feats), mask, inputs).float(), -1
     )
@@ -304,3 +308,46 @@ def test_a_head_without_elements_samples_and_scores_as_a_model_without_it() -> N
     assert outs[0][0] == outs[1][0]
     torch.testing.assert_close(outs[0][1], outs[1][1])
     torch.testing.assert_close(outs[0][2], outs[1][2])  # taps scored through the touch point
+
+
+def test_goal_named_share_counts_the_labels_words_the_goal_holds() -> None:
+    assert goal_named_share("Snapchat app", "Download the Snapchat app") == 1.0
+    assert goal_named_share("WhatsApp", "Download the Snapchat app") == 0.0
+    assert goal_named_share("PM", "Set alarm at 10pm") == 1.0  # letters and digits apart
+    assert goal_named_share("AM", "Set an alarm for 10pm") == 0.0  # not inside "alarm"
+    assert goal_named_share("Booking.com app", "Get Booking.com") == 2 / 3
+    assert goal_named_share("+", "Set an alarm for 9am") == 0.0  # a label without words
+    assert goal_named_share("", "anything") == 0.0
+
+
+def test_pointer_inputs_carry_the_goal_named_share_and_reject_missing_goals() -> None:
+    rows = [(Element("Snapchat", (0.2, 0.5), False), Element("WhatsApp", (0.3, 0.5), False)), ()]
+    inputs = pointer_inputs(lambda s: [ord(c) % 50 for c in s], rows, ["Get Snapchat", "x"], "cpu")
+    assert inputs.features.shape == (2, 2, FEATURES)
+    assert inputs.features[0, :, -1].tolist() == [1.0, 0.0]
+    assert inputs.present.tolist() == [[True, True], [False, False]]
+    with pytest.raises(ValueError, match="1 goals for 2 rows"):
+        pointer_inputs(lambda s: [1], rows, ["Get Snapchat"], "cpu")
+
+
+def test_a_head_saved_before_the_goal_named_feature_loads_and_scores_as_before(
+    tmp_path: Path,
+) -> None:
+    model, tokenizer = _tiny()
+    policy = _pointing_policy(model, tokenizer, "fast")
+    with torch.no_grad():
+        model.pointer_head.features.weight[:, -1] = 0.0  # what the old head could not read
+    save_checkpoint(model, tokenizer, tmp_path)
+    state = load_file(tmp_path / "model.safetensors")
+    state["pointer_head.geometry.weight"] = state.pop("pointer_head.features.weight")[:, :5]
+    state["pointer_head.geometry.bias"] = state.pop("pointer_head.features.bias")
+    save_file({k: v.contiguous() for k, v in state.items()}, tmp_path / "model.safetensors")
+    loaded, _ = load_checkpoint(tmp_path)
+    assert loaded.pointer_head is not None
+    torch.testing.assert_close(
+        loaded.pointer_head.features.weight, model.pointer_head.features.weight
+    )
+    obs = _observations(3, model.image_dim, "all")  # "open settings" names an element
+    actions = [format_action(tap(0.71, 0.31))] * 3
+    again = AutoUIPolicy(loaded, tokenizer, grammar=policy.grammar, decoder="fast")
+    torch.testing.assert_close(again.pointer_loss(obs, actions), policy.pointer_loss(obs, actions))
