@@ -78,7 +78,13 @@ def main() -> None:
     causes: collections.Counter[str] = collections.Counter()
     with running_farm(devices=1, seed=args.seed, sim_cfg=cfg.sim, dynamics=args.dynamics) as farm:
         device = AdbDevice(farm.serials[0], farm.host, farm.port, timeout_s=20)
-        env = AndroidEnv(device, build_image_encoder(cfg.agent), cfg.env, task_set=args.task_set)
+        env = AndroidEnv(
+            device,
+            build_image_encoder(cfg.agent),
+            cfg.env,
+            task_set=args.task_set,
+            pointer_elements=cfg.agent.tap_elements,  # the screen's elements when agent.pointer
+        )
         for goal in goals:
             obs, screens, done, success = env.reset(goal), [], False, False
             while not done:

@@ -30,7 +30,7 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         "--onto",
         metavar="BASE",
         help="fit only the tap-target pointer onto this base (a directory or 'shipped'; its "
-        "weights unchanged; needs agent.pointer, the default)",
+        "weights unchanged, a head it carries replaced; needs agent.pointer, the default)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_config_flags(p)

@@ -353,10 +353,12 @@ def run_onto(
     corpus as :func:`run` (recorded or reused under ``runs/pretrain``), the base's weights and
     tokenizer unchanged, the head fitted by :func:`fit_pointer`; writes the base plus the head
     with the base's card, its ``pointer`` section and skills measured with the pointer and
-    without it (``skills_without_pointer``, the same weights). Returns the card.
+    without it (``skills_without_pointer``, the same weights). A base that carries a head
+    gets a new one in its place (``pointer.replaced_head`` in the card), so a head whose inputs
+    changed is refitted onto the same token model. Returns the card.
 
     Raises:
-        ValueError: The pointer is off (``AgentConfig.points``), or the base already has a head.
+        ValueError: The pointer is off (``AgentConfig.points``).
         BaseCheckpointError: the base is missing, corrupt or stale.
     """
     if not cfg.agent.points:
@@ -368,8 +370,8 @@ def run_onto(
     if loaded is None:
         raise ValueError("pretrain --onto needs a base checkpoint (a directory or 'shipped')")
     model, tokenizer, base_card = loaded
-    if model.pointer_head is not None:
-        raise ValueError(f"the base {base} already has a pointer head")
+    replaced_head = model.pointer_head is not None
+    model.pointer_head = None  # fit_pointer gives it a fresh one
     work = Path(workdir) / PRETRAIN_DIR
     final = Path(out) if out is not None else work / "base"
     started = time.perf_counter()
@@ -387,7 +389,12 @@ def run_onto(
         policy.save(tmp, metadata=metadata)
         card = {
             **base_card,
-            "pointer": {**_pointer_card(pointing, work), "onto": str(base), "command": command},
+            "pointer": {
+                **_pointer_card(pointing, work),
+                "onto": str(base),
+                "replaced_head": replaced_head,
+                "command": command,
+            },
             "skills": measure_skills(cfg, tmp, work, progress),
             # the same weights with the pointer off, measured by today's code (not the old card's)
             "skills_without_pointer": measure_skills(without, tmp, work, progress),

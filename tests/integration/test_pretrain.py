@@ -122,5 +122,10 @@ def test_pretrain_onto_fits_the_pointer_and_keeps_the_bases_weights(tmp_path: Pa
     weights = model.state_dict()
     for name, value in base.state_dict().items():
         torch.testing.assert_close(weights[name], value, msg=name)
-    with pytest.raises(ValueError, match="already has a pointer head"):
-        pretrain.run_onto(cfg, "shipped", workdir=tmp_path)  # the shipped base carries one
+    assert card["pointer"]["replaced_head"] is False
+    # a base that carries a head (this one) gets a new one: the same fit, resumed from its state
+    again = pretrain.run_onto(cfg, out, workdir=tmp_path, out=tmp_path / "refit")
+    assert again["pointer"]["replaced_head"] is True and again["pointer"]["steps"] == 3
+    refit, _, _ = load_base(str(tmp_path / "refit"))  # type: ignore[misc]
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(refit.state_dict()[name], value, msg=name)
