@@ -165,6 +165,12 @@ def load_module(module: torch.nn.Module, path: Path) -> None:
         missing, unexpected = load_model(module, str(path), strict=False)
     except (SafetensorError, OSError) as exc:  # truncated, overwritten, not safetensors
         raise TrainStateError(f"{path}: unreadable safetensors file ({exc})") from exc
+    except RuntimeError as exc:  # torch's size mismatch: saved by a model of another shape
+        first = str(exc).strip().splitlines()
+        raise TrainStateError(
+            f"{path}: weights saved by a model of another shape ({first[-1].strip()}); "
+            f"remove {path.parent} to start that training afresh"
+        ) from exc
     if missing or unexpected:
         raise TrainStateError(
             f"{path}: weights do not fit the module: missing {sorted(missing)[:5]}, "

@@ -343,6 +343,17 @@ def test_a_truncated_state_file_is_named_in_the_error(tmp_path: Path) -> None:
     assert str(optimizer) in str(err.value)
 
 
+def test_weights_of_another_shape_are_a_named_error(tmp_path: Path) -> None:
+    from distrl_tasks.algorithms.train_state import load_module, save_module
+
+    path = tmp_path / "state" / "model.safetensors"
+    path.parent.mkdir()
+    save_module(torch.nn.Linear(5, 3), path)  # e.g. a pointer head's fit before a feature was added
+    with pytest.raises(TrainStateError, match="another shape") as err:
+        load_module(torch.nn.Linear(6, 3), path)
+    assert "size mismatch" in str(err.value) and str(path.parent) in str(err.value)
+
+
 def test_bad_arguments_are_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="divisible"):
         learner(tmp_path, cfg=config(batch_size=3), grad_accum_steps=2)
