@@ -166,9 +166,9 @@ def load_module(module: torch.nn.Module, path: Path) -> None:
     except (SafetensorError, OSError) as exc:  # truncated, overwritten, not safetensors
         raise TrainStateError(f"{path}: unreadable safetensors file ({exc})") from exc
     except RuntimeError as exc:  # torch's size mismatch: saved by a model of another shape
-        first = str(exc).strip().splitlines()
+        mismatch = str(exc).strip().splitlines()[-1].strip()  # torch's last line names the tensor
         raise TrainStateError(
-            f"{path}: weights saved by a model of another shape ({first[-1].strip()}); "
+            f"{path}: weights saved by a model of another shape ({mismatch}); "
             f"remove {path.parent} to start that training afresh"
         ) from exc
     if missing or unexpected:
