@@ -123,7 +123,8 @@ def _registry_checkpoint(
 def episode_rows(results: Sequence[EpisodeResult]) -> list[dict[str, Any]]:
     """Per-episode records of the JSON contract; ``typed_query_match`` is the share of the
     episode's searching TYPE steps (:func:`query_steps`) that typed the goal's query (0 when it
-    typed nothing), null where the goal names no query."""
+    typed nothing), null where the goal names no query; ``typed`` is what each TYPE step typed
+    and ``ended`` why the episode stopped, so a miss can be read without rerunning it."""
     rows = []
     for r in results:
         match = None
@@ -137,6 +138,8 @@ def episode_rows(results: Sequence[EpisodeResult]) -> list[dict[str, Any]]:
                 "steps": r.steps,
                 "invalid_steps": r.invalid_steps,
                 "typed_query_match": match,
+                "typed": list(r.typed),
+                "ended": r.reason,
             }
         )
     return rows

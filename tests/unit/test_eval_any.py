@@ -80,7 +80,10 @@ def test_episode_rows_follow_the_contract() -> None:
         "steps": 4,
         "invalid_steps": 1,
         "typed_query_match": 0.5,
+        "typed": ["who is adele", "adel"],
+        "ended": "horizon",
     }
+    assert rows[0]["typed"] == [] and rows[0]["ended"] == "success"
 
 
 def test_expert_on_a_goal_file_through_the_cli(
@@ -106,7 +109,12 @@ def test_expert_on_a_goal_file_through_the_cli(
         "steps",
         "invalid_steps",
         "typed_query_match",
+        "typed",
+        "ended",
     }
+    assert data["episodes"][0]["typed"]  # the search it typed (its query: match 1.0)
+    assert data["episodes"][1]["typed"] == []  # opening an app types nothing
+    assert {e["ended"] for e in data["episodes"]} == {"success"}
 
 
 def test_typing_the_goal_site_is_not_a_query_attempt() -> None:
