@@ -110,7 +110,7 @@ class DynamicsConfig:
     """Live-world dynamics of simulated devices: interruptions, drift, misleading content."""
 
     profile: Literal["static", "live", "hostile"] = "live"  # online collection, eval, sim serve
-    bootstrap_profile: Literal["static", "live", "hostile"] = "static"  # expert demonstrations
+    bootstrap_profile: Literal["static", "live", "hostile"] = "live"  # expert demonstrations
     rates: DynamicsRatesConfig = field(default_factory=DynamicsRatesConfig)  # per-perturbation
 
     def validate(self, key: str) -> None:

@@ -123,18 +123,17 @@ def test_pretrain_onto_fits_the_pointer_and_keeps_the_bases_weights(tmp_path: Pa
     for name, value in base.state_dict().items():
         torch.testing.assert_close(weights[name], value, msg=name)
     assert card["pointer"]["replaced_head"] is False
-    assert card["pointer"]["corpus_dynamics"] == "static"
-    # the corpus there was recorded static: a live fit in the same workdir is refused, not fed it
-    live = cfg.in_world("static")
-    live = dataclasses.replace(
-        live,
+    assert card["pointer"]["corpus_dynamics"] == "live"  # sim.dynamics.bootstrap_profile
+    # the corpus there was recorded live: a static fit in the same workdir is refused, not fed it
+    still = dataclasses.replace(
+        cfg,
         sim=dataclasses.replace(
-            live.sim, dynamics=dataclasses.replace(live.sim.dynamics, bootstrap_profile="live")
+            cfg.sim, dynamics=dataclasses.replace(cfg.sim.dynamics, bootstrap_profile="static")
         ),
     )
-    with pytest.raises(ValueError, match="dynamics 'static' there, 'live' asked"):
-        pretrain.run_onto(live, headless, workdir=tmp_path, out=tmp_path / "live")
-    assert not (tmp_path / "live").exists()
+    with pytest.raises(ValueError, match="dynamics 'live' there, 'static' asked"):
+        pretrain.run_onto(still, headless, workdir=tmp_path, out=tmp_path / "still")
+    assert not (tmp_path / "still").exists()
     # a base that carries a head (this one) gets a new one: the same fit, resumed from its state
     again = pretrain.run_onto(cfg, out, workdir=tmp_path, out=tmp_path / "refit")
     assert again["pointer"]["replaced_head"] is True and again["pointer"]["steps"] == 3

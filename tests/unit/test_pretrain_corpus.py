@@ -15,12 +15,12 @@ def test_corpus_settings_name_the_world_mistakes_and_episodes() -> None:
     cfg = Config()
     train = corpus_settings(cfg, heldout=False)
     assert train == {
-        "dynamics": "static",
+        "dynamics": "live",
         "mistake_rate": 0.2,
         "episodes_per_device": {"general": 200, "webshop": 60},
     }
     assert corpus_settings(cfg, heldout=True) == {
-        "dynamics": "static",
+        "dynamics": "live",
         "mistake_rate": 0.0,
         "episodes_per_device": 16,
     }
