@@ -30,6 +30,8 @@ DEFAULTS_BEFORE: tuple[dict[str, Any], ...] = (
     # generation 2: the tap-target pointer on, and the continuous learner in a process of its own,
     # by default
     {"agent.pointer": False, "orchestration.continuous.learner_process": False},
+    # generation 3: the bootstrap's expert demonstrations recorded in the live world by default
+    {"sim.dynamics.bootstrap_profile": "static"},
 )
 DEFAULTS_GENERATION = len(DEFAULTS_BEFORE)
 

@@ -111,6 +111,7 @@ def test_an_export_without_overrides_still_reads(tmp_path: Path) -> None:
 RATIO = "orchestration.continuous.replay_ratio"
 WINDOW = "orchestration.continuous.replay_window_rounds"
 PROCESS = "orchestration.continuous.learner_process"
+BOOT = "sim.dynamics.bootstrap_profile"
 
 
 def test_overrides_against_older_defaults_are_read_against_todays() -> None:
@@ -123,22 +124,32 @@ def test_overrides_against_older_defaults_are_read_against_todays() -> None:
         return current_overrides(old)
 
     pointer, off, thread = {"agent.pointer": True}, {"agent.pointer": False}, {PROCESS: False}
+    still = {BOOT: "static"}  # every run before generation 3 cloned still-world demonstrations
     # the windowed continuous learner and the pointer, set by hand then, are today's defaults;
     # its learner was a thread then
-    assert then("distrl", {**pointer, RATIO: 0.1, WINDOW: 4}) == thread
-    assert then("distrl", {**pointer, RATIO: 0.1}) == {WINDOW: 0, **thread}
+    assert then("distrl", {**pointer, RATIO: 0.1, WINDOW: 4}) == {**thread, **still}
+    assert then("distrl", {**pointer, RATIO: 0.1}) == {WINDOW: 0, **thread, **still}
     # the round learner and coordinates, the defaults then, are overrides now (no learner process
     # without the continuous learner)
-    assert then("distrl", pointer) == {RATIO: 0.0}
-    assert then("distrl", {}) == {**off, RATIO: 0.0}
-    assert then("distrl", {"bench.budget_s": 300.0}) == {**off, "bench.budget_s": 300.0, RATIO: 0.0}
+    assert then("distrl", pointer) == {RATIO: 0.0, **still}
+    assert then("distrl", {}) == {**off, RATIO: 0.0, **still}
+    assert then("distrl", {"bench.budget_s": 300.0}) == {
+        **off,
+        "bench.budget_s": 300.0,
+        RATIO: 0.0,
+        **still,
+    }
     # a synchronous method never read the ratio: only the pointer moved for it
-    assert then("digirl", pointer) == {}
-    assert then("digirl", {}) == off
+    assert then("digirl", pointer) == still
+    assert then("digirl", {}) == {**off, **still}
     # generation 1 (the continuous learner already the default, as a thread)
-    assert then("distrl", {}, generation=1) == {**off, **thread}
-    assert then("distrl", {**pointer, PROCESS: True}, generation=1) == {}
-    assert then("distrl", {**pointer, RATIO: 0.0}, generation=1) == {RATIO: 0.0}
+    assert then("distrl", {}, generation=1) == {**off, **thread, **still}
+    assert then("distrl", {**pointer, PROCESS: True}, generation=1) == still
+    assert then("distrl", {**pointer, RATIO: 0.0}, generation=1) == {RATIO: 0.0, **still}
+    # generation 2 (the pointer and the learner process the defaults): live demonstrations, set
+    # by hand then, are today's default
+    assert then("distrl", {}, generation=2) == still
+    assert then("distrl", {BOOT: "live"}, generation=2) == {}
     # today's generation, and unknown overrides, are left as they are
     assert current_overrides(record("distrl", 0, 0.5, off)) == off
     assert then("distrl", None) is None
