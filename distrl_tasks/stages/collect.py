@@ -1,7 +1,8 @@
 """The collect stage: run one round of episodes on the device fleet and write Parquet shards.
 
 ``run`` is idempotent per (round, worker): once a round's manifest exists and its shards verify,
-re-running returns that manifest and touches nothing. Shards are one per device,
+re-running under the same settings (:func:`recorded_under`) returns that manifest and touches
+nothing; under other settings it stops with an error. Shards are one per device,
 ``r<round>-w<worker>-<serial>``. For the simulator the stage starts its own farm unless given an
 ADB address; for emulators it drives every device the ADB server at ``env.adb_host:adb_port``
 lists.
@@ -125,10 +126,52 @@ def open_envs(cfg: Config, host: str, port: int, serials: list[str]) -> list[And
     ]
 
 
-def _reuse(path: Path) -> dict[str, Any] | None:
+def recorded_under(cfg: Config, req: CollectRequest) -> dict[str, Any]:
+    """The settings that shape a round's episodes beyond its number and worker (kept in its
+    manifest): a finished round is reused only under the same ones.
+
+    Args:
+        cfg: the configuration the round runs under (its world, task set, expert).
+        req: the resolved request (split, episodes, goal mix, policy).
+    """
+    policy = (
+        req.policy if isinstance(req.policy, str) else "behavior" if req.policy is None else "model"
+    )
+    return {
+        "task_set": cfg.env.task_set,
+        "split": req.split,
+        "episodes_per_device": req.episodes_per_device,
+        "goal_mix": req.goal_mix,
+        "policy": policy,
+        "world": cfg.sim.dynamics.profile if cfg.env.device_kind == "sim" else None,
+        "expert_mistake_rate": cfg.sim.expert_mistake_rate if policy == "scripted" else None,
+    }
+
+
+def _reuse(path: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The finished round's manifest, if its shards are all there and it was recorded under
+    ``settings`` (a manifest from before the settings were kept is taken as it is).
+
+    Raises:
+        ValueError: the round was recorded under other settings: reusing it would answer a
+            different question (say a ``live`` rerun with ``static`` episodes) without a word.
+    """
     if not path.exists():
         return None
     manifest = located_paths(json.loads(path.read_text()), path.parent)
+    recorded = manifest.get("recorded_under")
+    if recorded is not None and recorded != settings:
+        differ = sorted(
+            k for k in recorded.keys() | settings.keys() if recorded.get(k) != settings.get(k)
+        )
+        said = ", ".join(
+            f"{k} {recorded.get(k)!r} there, {settings.get(k)!r} asked" for k in differ
+        )
+        raise ValueError(
+            f"collect: round {manifest.get('round')} in {path.parent} was recorded under other "
+            f"settings ({said}); remove {path.name} and its shards (or use a fresh --workdir) "
+            "to collect it again"
+        )
     if all(Path(p).exists() for p in manifest.get("shards", [])):
         return {**manifest, "reused": True}
     return None
@@ -221,7 +264,8 @@ def run(
     req = request.resolved(cfg)
     out = Path(req.out_dir) if req.out_dir is not None else raw_dir(cfg, workdir)
     mpath = manifest_path(out, req.round, req.worker)
-    reused = _reuse(mpath)
+    settings = recorded_under(cfg, req)
+    reused = _reuse(mpath, settings)
     if reused is not None:
         return reused
     goals = load_goals(cfg.env.task_set, req.split, cfg.env.data_dir)
@@ -246,6 +290,7 @@ def run(
         "split": req.split,
         "devices": serials,
         "shards": shards,
+        "recorded_under": settings,
         **result.stats.as_dict(),
         **curriculum_info,
         "reused": False,

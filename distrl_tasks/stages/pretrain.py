@@ -57,7 +57,7 @@ from distrl_tasks.algorithms.sft import (
 )
 from distrl_tasks.config import Config
 from distrl_tasks.data.shards import read_shards
-from distrl_tasks.protocol.files import atomic_directory, atomic_write_json, atomic_write_text
+from distrl_tasks.protocol.files import atomic_directory, atomic_write_text
 from distrl_tasks.protocol.progress import progress_bar
 from distrl_tasks.stages import collect, evaluate
 from distrl_tasks.stages.common import torch_threads, tracker
@@ -107,64 +107,16 @@ def write_goal_files(cfg: Config, work: Path, seed: int) -> dict[str, dict[str, 
     return counts
 
 
-RECORDED_UNDER = "recorded_under.json"  # beside the demonstrations: the settings that made them
-
-
-def corpus_settings(cfg: Config, *, heldout: bool) -> dict[str, Any]:
-    """The settings that shape a recorded corpus beyond its goal files: its world, the expert's
-    mistake rate and the episodes per device (a reused corpus must have been made by them)."""
-    pre = cfg.agent.pretrain
-    return {
-        "dynamics": cfg.sim.dynamics.bootstrap_profile,
-        "mistake_rate": 0.0 if heldout else pre.mistake_rate,
-        "episodes_per_device": pre.heldout_episodes_per_device
-        if heldout
-        else {GENERAL: pre.episodes_per_device, WEBSHOP: pre.webshop_episodes_per_device},
-    }
-
-
-def check_recorded_under(directory: Path, settings: dict[str, Any]) -> None:
-    """Refuse to reuse demonstrations recorded under other settings, else note these ones.
-
-    Why: the collect stage reuses a finished round whatever asked for it, so a rerun with
-    ``--set sim.dynamics.bootstrap_profile=live`` in a workdir recorded ``static`` would fit on
-    the ``static`` corpus and say nothing. A corpus recorded before the note existed is reused.
-
-    Raises:
-        ValueError: ``directory`` holds demonstrations recorded under other settings (the
-            message names what differs and the directory to remove).
-    """
-    note = directory / RECORDED_UNDER
-    if note.is_file():
-        recorded = json.loads(note.read_text())
-        keys = settings.keys() | recorded.keys()
-        differ = sorted(k for k in keys if recorded.get(k) != settings.get(k))
-        if differ:
-            said = ", ".join(
-                f"{k} {recorded.get(k)!r} there, {settings.get(k)!r} asked" for k in differ
-            )
-            raise ValueError(
-                f"pretrain: the demonstrations in {directory} were recorded under other settings "
-                f"({said}); remove that directory (or use a fresh --workdir) to record them again"
-            )
-        return
-    if not any(directory.rglob("*.parquet")):
-        atomic_write_json(note, settings)
-
-
 def record_demos(
     cfg: Config, work: Path, progress: bool, *, heldout: bool = False
 ) -> tuple[list[Demo], dict[str, Any]]:
     """Expert demonstrations on the training goals of both task sets (collect stage), or, with
     ``heldout``, mistake-free ones on the held-out goals (the loss that decides the plateau);
-    a corpus already there is reused only if it was recorded under the same settings
-    (:func:`check_recorded_under`)."""
+    a corpus already there is reused only if it was recorded under the same world, mistake rate
+    and episodes (the collect stage's :func:`~distrl_tasks.stages.collect.recorded_under`)."""
     pc = cfg.agent
     stats: dict[str, Any] = {}
     demos: list[Demo] = []
-    check_recorded_under(
-        work / ("demos_heldout" if heldout else "demos"), corpus_settings(cfg, heldout=heldout)
-    )
     for task_set in TASK_SETS:
         demo_cfg = cfg.in_world(cfg.sim.dynamics.bootstrap_profile)  # the demonstrations' world
         set_cfg = dataclasses.replace(

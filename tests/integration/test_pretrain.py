@@ -131,7 +131,7 @@ def test_pretrain_onto_fits_the_pointer_and_keeps_the_bases_weights(tmp_path: Pa
             cfg.sim, dynamics=dataclasses.replace(cfg.sim.dynamics, bootstrap_profile="static")
         ),
     )
-    with pytest.raises(ValueError, match="dynamics 'live' there, 'static' asked"):
+    with pytest.raises(ValueError, match="world 'live' there, 'static' asked"):
         pretrain.run_onto(still, headless, workdir=tmp_path, out=tmp_path / "still")
     assert not (tmp_path / "still").exists()
     # a base that carries a head (this one) gets a new one: the same fit, resumed from its state
