@@ -242,6 +242,20 @@ def machines_line(exports: Sequence[PolicyExport], local: int = 0) -> str:
     return "Runs per machine: " + ("; ".join(parts) if parts else "none")
 
 
+def commits_line(exports: Sequence[PolicyExport]) -> str:
+    """One line: how many runs each code commit ran, first the commit with the most.
+
+    Why: a run is cached and reused by its settings, not its code, so a table that joins parts
+    made at several commits says which (a joined run is only as current as its commit).
+    """
+    counts: dict[str, int] = {}
+    for e in exports:
+        key = e.commit[:7] or "no commit"
+        counts[key] = counts.get(key, 0) + 1
+    parts = [f"{c}: {n}" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return "Runs per commit: " + ("; ".join(parts) if parts else "none")
+
+
 def sft_mismatches(exports: Sequence[PolicyExport], sft_digests: Mapping[str, str]) -> list[str]:
     """The exported runs that started from another SFT checkpoint than this machine's, as
     ``name (from <digest>)`` lines (empty: every run started from the same policy)."""

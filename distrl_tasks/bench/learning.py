@@ -57,6 +57,7 @@ from distrl_tasks.bench.describe import describe_settings, machine_info
 from distrl_tasks.bench.export import (
     PolicyExport,
     collect_export,
+    commits_line,
     machine_label,
     machines_line,
     read_export,
@@ -256,12 +257,13 @@ def sft_from_export(exported: PolicyExport, root: Path) -> SFTPolicy:
 def provenance_note(
     exports: Sequence[PolicyExport], local: int, sft: Mapping[str, SFTPolicy]
 ) -> str:
-    """Which machine ran which runs, and which exported runs started from another SFT
-    checkpoint than the one this machine holds (different CPUs train different weights)."""
+    """Which machine and which commit ran which runs, and which exported runs started from
+    another SFT checkpoint than the one this machine holds (different CPUs train different
+    weights)."""
     from distrl_tasks.stages.evaluate import checkpoint_digest  # lazy: torch + pyarrow
 
     runs = [e for e in exports if e.record is not None]
-    lines = [machines_line(runs, local)]
+    lines = [machines_line(runs, local), commits_line(runs)]
     here = {ts: checkpoint_digest(p.policy_dir) for ts, p in sft.items() if p.policy_dir.exists()}
     mismatched = sft_mismatches(runs, here)
     if mismatched:

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from distrl_tasks.bench import report as rep
-from distrl_tasks.bench.export import read_export, write_export
+from distrl_tasks.bench.export import current_commit, read_export, write_export
 from distrl_tasks.bench.learning import (
     EXPERIMENT,
     LearningBenchSettings,
@@ -163,6 +163,8 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert not any(line.startswith("[families]") for line in printed)
     assert total in printed  # the per-family totals, from the exports
     assert any(line.startswith("Runs per machine: ") and ": 3" in line for line in printed)
+    here = current_commit()[:7] or "no commit"  # every run here: this checkout's commit
+    assert f"Runs per commit: {here}: 3" in printed
     # every export records its overrides (the smoke preset's, against the full preset), and
     # every run's curve starts at its own seed's SFT check (seed 0: the bootstrap's)
     for r in out.records:

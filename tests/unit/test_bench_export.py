@@ -127,6 +127,15 @@ def test_machines_line_and_sft_mismatches() -> None:
     assert ex.sft_mismatches(sft_only, {"general": "aa"}) == []
 
 
+def test_commits_line_counts_the_runs_of_each_commit_most_first() -> None:
+    runs = [an_export(f"general-distrl-s{i}-a", a_record(seed=i)) for i in range(3)]
+    runs[2].commit = "fedcba9876543210"
+    runs.append(an_export("general-digirl-s0-a", a_record("digirl")))
+    runs[3].commit = ""  # run outside a git checkout
+    assert ex.commits_line(runs) == "Runs per commit: 0123456: 2; fedcba9: 1; no commit: 1"
+    assert ex.commits_line([]) == "Runs per commit: none"
+
+
 def test_a_run_is_named_alike_on_every_machine_and_old_names_are_renamed(tmp_path: Path) -> None:
     from distrl_tasks.bench import setup
     from distrl_tasks.bench.setup import _cache_view, _digest, run_config
