@@ -10,21 +10,26 @@ before the kill ends up in the round's shards exactly once, as it was collected.
 
 An entry is matched by trajectory id, which is deterministic in (round, device, episode index),
 and must have the goal the retry's plan gives that slot; anything else (a half-written file, a
-changed plan) is dropped and re-collected. The stage clears the journal once the round's
-manifest is written.
+changed plan) is dropped and re-collected. The journal also keeps the settings its episodes were
+collected under (:func:`distrl_tasks.stages.collect.recorded_under`), so a retry under other
+ones is refused instead of mixing two worlds in one round. The stage clears the journal once the
+round's manifest is written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from distrl_tasks.data.shards import MANIFEST_SUFFIX, read_verified, verify_shards, write_shard
+from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.trajectory import TRUNCATED, Episode
 
 
@@ -33,6 +38,9 @@ def journal_dir(shard_dir: str | os.PathLike, round_: int, worker: int, split: s
     become (shard readers look at files only, never into folders), so it is on the same disk
     as they are, wherever the retry runs."""
     return Path(shard_dir) / ".journal" / f"r{round_:06d}-w{worker:02d}-{split}"
+
+
+SETTINGS_FILE = "recorded_under.json"  # not a shard: the verifier passes over it
 
 
 def _entry_name(trajectory_id: str) -> str:
@@ -48,22 +56,43 @@ class EpisodeJournal:
         round_: the round every entry belongs to.
         feature_dim: size of ``image_features`` in the rows.
         gamma: discount the labeled rows' ``mc_return`` must match.
+        settings: what the episodes are collected under, written beside the first entry
+            (``None``: nothing is written, and nothing can be checked on a retry).
     """
 
     def __init__(
-        self, directory: str | os.PathLike, round_: int, feature_dim: int, gamma: float
+        self,
+        directory: str | os.PathLike,
+        round_: int,
+        feature_dim: int,
+        gamma: float,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.round = round_
         self.feature_dim = feature_dim
         self.gamma = gamma
+        self.settings = dict(settings) if settings is not None else None
         self._lock = threading.Lock()  # device threads finish episodes concurrently
+        self._settings_written = False
         self.recorded = 0
+
+    def recorded_settings(self) -> dict[str, Any] | None:
+        """The settings an earlier attempt journaled episodes under; ``None`` when the journal
+        holds no episode or was written before settings were kept (taken as it is)."""
+        path = self.directory / SETTINGS_FILE
+        if not path.is_file() or not any(self.directory.glob("*.parquet")):
+            return None
+        return json.loads(path.read_text())
 
     def record(self, episode: Episode) -> None:
         """Write a finished episode (no-op for one without rows: nothing to keep)."""
         if not episode.rows:
             return
+        with self._lock:  # the settings go down before the first entry can
+            if self.settings is not None and not self._settings_written:
+                atomic_write_json(self.directory / SETTINGS_FILE, self.settings)
+                self._settings_written = True
         write_shard(
             episode.rows,
             self.directory,

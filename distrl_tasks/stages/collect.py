@@ -10,7 +10,8 @@ lists.
 Nothing finished is lost to a crash: each episode is journaled as it ends
 (:mod:`distrl_tasks.runners.journal`), and a retry of the same (round, worker) takes the
 journaled episodes as they are and collects only the rest; the journal is cleared once the
-manifest is written.
+manifest is written. A retry under other settings than the journal's is refused, as for a
+finished round.
 """
 
 from __future__ import annotations
@@ -161,20 +162,36 @@ def _reuse(path: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
     manifest = located_paths(json.loads(path.read_text()), path.parent)
     recorded = manifest.get("recorded_under")
     if recorded is not None and recorded != settings:
-        differ = sorted(
-            k for k in recorded.keys() | settings.keys() if recorded.get(k) != settings.get(k)
-        )
-        said = ", ".join(
-            f"{k} {recorded.get(k)!r} there, {settings.get(k)!r} asked" for k in differ
-        )
         raise ValueError(
             f"collect: round {manifest.get('round')} in {path.parent} was recorded under other "
-            f"settings ({said}); remove {path.name} and its shards (or use a fresh --workdir) "
-            "to collect it again"
+            f"settings ({_differences(recorded, settings)}); remove {path.name} and its shards "
+            "(or use a fresh --workdir) to collect it again"
         )
     if all(Path(p).exists() for p in manifest.get("shards", [])):
         return {**manifest, "reused": True}
     return None
+
+
+def _differences(recorded: dict[str, Any], asked: dict[str, Any]) -> str:
+    """Each setting that differs, as ``name <there> there, <asked> asked``."""
+    differ = sorted(k for k in recorded.keys() | asked.keys() if recorded.get(k) != asked.get(k))
+    return ", ".join(f"{k} {recorded.get(k)!r} there, {asked.get(k)!r} asked" for k in differ)
+
+
+def _check_journal(journal: EpisodeJournal, settings: dict[str, Any], round_: int) -> None:
+    """Refuse to resume an interrupted round whose journaled episodes were collected under
+    other settings (they would join this round's shards as if collected under these).
+
+    Raises:
+        ValueError: naming each difference and the journal to remove.
+    """
+    recorded = journal.recorded_settings()
+    if recorded is not None and recorded != settings:
+        raise ValueError(
+            f"collect: round {round_} was interrupted after journaling episodes under other "
+            f"settings ({_differences(recorded, settings)}); remove {journal.directory} to "
+            "collect it again under these"
+        )
 
 
 @dataclass(frozen=True)
@@ -268,16 +285,17 @@ def run(
     reused = _reuse(mpath, settings)
     if reused is not None:
         return reused
+    dim, gamma = image_feature_dim(cfg.agent), cfg.algorithm.gamma
+    journal = EpisodeJournal(
+        journal_dir(out, req.round, req.worker, req.split), req.round, dim, gamma, settings
+    )
+    _check_journal(journal, settings, req.round)  # before a device starts: a refusal is cheap
     goals = load_goals(cfg.env.task_set, req.split, cfg.env.data_dir)
     with ExitStack() as stack:
         host, port, serials = _devices(cfg, req, stack)
         envs = open_envs(cfg, host, port, serials)
         plan, curriculum_info = _plan(cfg, req, goals, serials, workdir)
         policy, policy_version = _acting_policy(cfg, req, workdir)
-        dim, gamma = image_feature_dim(cfg.agent), cfg.algorithm.gamma
-        journal = EpisodeJournal(
-            journal_dir(out, req.round, req.worker, req.split), req.round, dim, gamma
-        )
         exploration = _exploration(cfg, req, policy)
         result = _run_episodes(cfg, req, envs, plan, policy, policy_version, journal, exploration)
     shards = write_shards(result, out, req.round, req.worker, dim, gamma)

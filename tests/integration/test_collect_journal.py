@@ -102,7 +102,9 @@ def test_retry_after_sigkill_keeps_every_finished_trajectory_exactly_once(
     assert not journal.parent.exists(), "the journal outlived the round's manifest"
 
 
-def _one_episode(tmp_path: Path, cfg: Config, goal: str):
+def _one_episode(
+    tmp_path: Path, cfg: Config, goal: str, directory: Path | None = None, settings=None
+):
     """A real finished episode (the scripted expert on the simulator) and its journal."""
     from distrl_tasks.agents.image_encoders import build_image_encoder
     from distrl_tasks.envs.adb_device import AdbDevice
@@ -113,7 +115,8 @@ def _one_episode(tmp_path: Path, cfg: Config, goal: str):
     from distrl_tasks.tasks.goal_farms import running_farm
 
     dim = image_feature_dim(cfg.agent)
-    journal = EpisodeJournal(tmp_path / "journal", 2, dim, cfg.algorithm.gamma)
+    directory = directory if directory is not None else tmp_path / "journal"
+    journal = EpisodeJournal(directory, 2, dim, cfg.algorithm.gamma, settings)
     with running_farm(1, seed=0) as farm:
         env = AndroidEnv(
             AdbDevice(farm.serials[0], farm.host, farm.port),
@@ -138,6 +141,7 @@ def test_journal_gives_back_planned_episodes_and_drops_the_rest(tmp_path) -> Non
     goal = "Open a new tab in Chrome"
     episode, journal = _one_episode(tmp_path, cfg, goal)
     assert journal.recorded == 1 and episode.success is True
+    assert journal.recorded_settings() is None  # none given: a retry takes it as it is
     tid = episode.trajectory_id
 
     loaded = journal.load({tid: goal})
@@ -170,3 +174,23 @@ def test_a_damaged_journal_entry_is_collected_again_not_read(tmp_path) -> None:
     assert list((journal.directory / "quarantine").glob("*.parquet"))
     journal.clear()
     assert not journal.directory.exists()
+
+
+def test_a_retry_under_other_settings_is_refused_and_the_journal_kept(tmp_path) -> None:
+    static = config_from_dict({"sim": {"dynamics": {"profile": "static"}}})
+    out = tmp_path / "raw"
+    request = collect.CollectRequest(
+        round=2, policy="scripted", episodes_per_device=1, out_dir=out, progress=False
+    )
+    settings = collect.recorded_under(static, request.resolved(static))
+    directory = journal_dir(out, 2, 0, "train")
+    _, journal = _one_episode(tmp_path, static, "Open a new tab in Chrome", directory, settings)
+    assert journal.recorded_settings() == settings
+
+    live = config_from_dict({"sim": {"dynamics": {"profile": "live"}}})
+    with pytest.raises(ValueError) as err:
+        collect.run(live, request)  # refused before a device starts
+    message = str(err.value)
+    assert "world 'static' there, 'live' asked" in message and str(directory) in message
+    assert "episodes_per_device" not in message  # only what differs is named
+    assert len(list(directory.glob("*.parquet"))) == 1  # the journaled episode is not lost
