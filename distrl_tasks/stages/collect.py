@@ -178,7 +178,7 @@ def _differences(recorded: dict[str, Any], asked: dict[str, Any]) -> str:
     return ", ".join(f"{k} {recorded.get(k)!r} there, {asked.get(k)!r} asked" for k in differ)
 
 
-def _check_journal(journal: EpisodeJournal, settings: dict[str, Any], round_: int) -> None:
+def check_journal(journal: EpisodeJournal, settings: dict[str, Any], round_: int) -> None:
     """Refuse to resume an interrupted round whose journaled episodes were collected under
     other settings (they would join this round's shards as if collected under these).
 
@@ -289,7 +289,7 @@ def run(
     journal = EpisodeJournal(
         journal_dir(out, req.round, req.worker, req.split), req.round, dim, gamma, settings
     )
-    _check_journal(journal, settings, req.round)  # before a device starts: a refusal is cheap
+    check_journal(journal, settings, req.round)  # before a device starts: a refusal is cheap
     goals = load_goals(cfg.env.task_set, req.split, cfg.env.data_dir)
     with ExitStack() as stack:
         host, port, serials = _devices(cfg, req, stack)

@@ -263,6 +263,22 @@ def test_sigkilled_continuous_round_resumes_with_every_trajectory_once(
     assert journaled, "the killed attempt journaled nothing"
     kept = _steps(sorted(journal.glob("*.parquet")), journaled)
 
+    if killed == "whole_run":  # a resume in another world is refused, and the journal kept
+        world = cfg.sim.dynamics.profile
+        other = "static" if world != "static" else "live"
+        refused = subprocess.run(
+            [*command, "--set", f"sim.dynamics.profile={other}"],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert refused.returncode != 0
+        said = refused.stderr
+        assert "round 1 was interrupted after journaling episodes" in said, said[-3000:]
+        assert f"world {world!r} there, {other!r} asked" in said
+        assert _steps(sorted(journal.glob("*.parquet")), journaled) == kept
+
     proc = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert f"resuming an interrupted attempt, {len(journaled)} episodes" in proc.stderr

@@ -163,10 +163,16 @@ def continuous_round(
         probs,
         group_size=group,
     )
-    envs = collect.open_envs(cfg, record["host"], int(record["port"]), serials)
     dim = image_feature_dim(cfg.agent)
     raw = common.raw_dir(cfg, workdir)
-    journal = EpisodeJournal(journal_dir(raw, round_, 0, "train"), round_, dim, cfg.algorithm.gamma)
+    # what the actors collect under, as a collect round's: a resume under other settings stops
+    asked = collect.CollectRequest(round=round_, episodes_per_device=episodes_per_device)
+    settings = collect.recorded_under(cfg, asked.resolved(cfg))
+    journal = EpisodeJournal(
+        journal_dir(raw, round_, 0, "train"), round_, dim, cfg.algorithm.gamma, settings
+    )
+    collect.check_journal(journal, settings, round_)
+    envs = collect.open_envs(cfg, record["host"], int(record["port"]), serials)
     done = journal.load(planned_trajectories(plan, round_))
     if done:  # a resume is never silent
         print(
