@@ -390,9 +390,9 @@ class OrchestrationConfig:
     eval_devices: int = 32
     inference_max_batch: int = 32  # most observations per batched policy call (async collection)
     inference_max_wait_ms: float = 5.0  # how long a policy batch waits to fill up
-    # torch threads of the rounds `distrl round` / `demo` / `bench` run in one process (the
-    # actors' inference, the learner and its process): 0 = every CPU; 1 is faster where they
-    # share 2 cores
+    # torch threads of the collect, train and evaluate stages (an Airflow task, `dvc repro`)
+    # and of the rounds `distrl round` / `demo` / `bench` run in one process (the actors'
+    # inference, the learner and its process): 0 = every CPU; 1 is faster where they share 2 cores
     threads: int = 1
     # async: most collections finished or in flight that the learner is not done with
     # (2 = one round ahead; 0 = data.replay_window_rounds)

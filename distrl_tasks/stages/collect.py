@@ -58,6 +58,7 @@ from distrl_tasks.stages.common import (
     portable_paths,
     raw_dir,
     registry,
+    torch_threads,
 )
 from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.taskset import load_goals
@@ -292,6 +293,8 @@ def run(
     check_journal(journal, settings, req.round)  # before a device starts: a refusal is cheap
     goals = load_goals(cfg.env.task_set, req.split, cfg.env.data_dir)
     with ExitStack() as stack:
+        # an Airflow or DVC task gets the configured threads too, not every core each
+        threads = stack.enter_context(torch_threads(cfg.orchestration.threads))
         host, port, serials = _devices(cfg, req, stack)
         envs = open_envs(cfg, host, port, serials)
         plan, curriculum_info = _plan(cfg, req, goals, serials, workdir)
@@ -309,6 +312,7 @@ def run(
         "devices": serials,
         "shards": shards,
         "recorded_under": settings,
+        "torch_threads": threads,
         **result.stats.as_dict(),
         **curriculum_info,
         "reused": False,

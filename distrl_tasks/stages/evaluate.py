@@ -40,7 +40,7 @@ from distrl_tasks.runners.evaluation import (
     summarize,
 )
 from distrl_tasks.runners.policies import ModelPolicy
-from distrl_tasks.stages.common import located_paths, portable_paths, stage_run
+from distrl_tasks.stages.common import located_paths, portable_paths, stage_run, torch_threads
 from distrl_tasks.tasks.taskset import load_goals
 from distrl_tasks.tracking.versions import eval_tasks_key
 
@@ -173,17 +173,18 @@ def run(
     policy.max_new_tokens = decode_budget(policy)
     start = time.perf_counter()
     rows: dict[int, list[dict[str, Any]]] = {}
-    results = evaluate_on_farm(
-        cfg,
-        ModelPolicy(policy, greedy=greedy, seed=seed),
-        goals,
-        task_set=task_set,
-        split=split,
-        devices=devices,
-        adb_address=adb_address,
-        progress=progress,
-        rows_out=rows,
-    )
+    with torch_threads(cfg.orchestration.threads) as threads:  # an Airflow/DVC task's too
+        results = evaluate_on_farm(
+            cfg,
+            ModelPolicy(policy, greedy=greedy, seed=seed),
+            goals,
+            task_set=task_set,
+            split=split,
+            devices=devices,
+            adb_address=adb_address,
+            progress=progress,
+            rows_out=rows,
+        )
     wall = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     episodes_file = path.with_name(path.stem + "-episodes.json")
@@ -201,6 +202,7 @@ def run(
         "episodes_file": str(episodes_file),
         "episode_images": [str(p) for p in images],
         "wall_s": wall,
+        "torch_threads": threads,
     }
     if track:
         with stage_run(cfg, workdir, round, "evaluate") as run_:

@@ -122,6 +122,20 @@ def run(
     done = common.read_manifest(workdir, round, "train")
     if done is not None:
         return {**done, "reused": True}
+    # an Airflow task or `dvc repro` gets the configured threads too, not every core each
+    with common.torch_threads(cfg.orchestration.threads):
+        return _train(cfg, round, data_version, workdir, steps, progress)
+
+
+def _train(
+    cfg: Config,
+    round: int,
+    data_version: str,
+    workdir: str | os.PathLike,
+    steps: int | None,
+    progress: bool,
+) -> dict[str, Any]:
+    """The round's training (``run`` without its reuse check); returns the manifest."""
     from distrl_tasks.algorithms import train_state as ts  # lazy: torch
 
     actor_steps, critic_steps = modes.train_steps(cfg, round)
@@ -189,6 +203,8 @@ def _finish(
     metrics: dict[str, Any],
 ) -> dict[str, Any]:
     """Export the round's trained policy, log its metrics and write the train manifest."""
+    import torch  # lazy: loaded already by the learner
+
     out = common.checkpoint_dir(workdir, round).resolve()
     manifest = {
         "round": round,
@@ -200,6 +216,7 @@ def _finish(
         "replay_transitions": len(replay),
         "replay_trajectories": replay.num_trajectories,
         "processes": learner.accelerator.num_processes,
+        "torch_threads": torch.get_num_threads(),  # per process
         "metrics": {k: float(v) for k, v in metrics.items()},
         "reused": False,
     }

@@ -94,7 +94,14 @@ def test_evaluate_stage_plays_the_first_n_test_goals_once_and_is_idempotent(tmp_
     # would write valid if random actions)
     cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, constrained_decoding=False))
     ckpt = build_policy(cfg.agent, seed=0).save(tmp_path / "ckpt")
-    m = evaluate.run(cfg, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
+    torch.set_num_threads(2)  # what an Airflow task starts with on 2 cores
+    try:
+        m = evaluate.run(cfg, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
+        # the configured threads while it played, the caller's again after
+        assert m["torch_threads"] == cfg.orchestration.threads == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
     expected = file_lines("general", "test")[:3]
     assert m["episodes"] == 3 and m["tasks_key"] == eval_tasks_key(expected)
     assert m["round"] == 4 and m["decoding"] == "greedy" and not m["reused"]

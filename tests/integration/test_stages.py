@@ -138,6 +138,7 @@ def test_process_alive_tells_running_exited_and_unreaped_processes() -> None:
 def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     cfg = tiny_cfg()
     first = register_initial_policy(cfg, project)
+    torch.set_num_threads(2)  # what an Airflow task or `dvc repro` starts with on 2 cores
     record = farm.start(cfg, workdir=project)
     try:
         assert farm.start(cfg, workdir=project) == record  # idempotent: the same farm
@@ -152,6 +153,8 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
         assert farm.stop(cfg, workdir=project) == {"stopped": True}
     assert farm.stop(cfg, workdir=project) == {"stopped": False}
     assert c["trajectories"] == 2 and c["policy_version"] == 0
+    # each stage runs at the configured torch threads and hands the caller's back
+    assert c["torch_threads"] == cfg.orchestration.threads == 1 and torch.get_num_threads() == 2
     assert all(str(common.raw_dir(cfg, project)) in p for p in c["shards"])
 
     lab = label.run(cfg, round=1, workdir=project)
@@ -175,6 +178,7 @@ def test_round_of_stages_lands_in_registry_with_lineage(project) -> None:
     assert "losses/policy" in tr["metrics"] and "losses/value" in tr["metrics"]
     # data from behaviour version 0, learner at version 0 while it trained: staleness 0
     assert tr["metrics"]["train/staleness"] == 0.0
+    assert tr["torch_threads"] == 1 and torch.get_num_threads() == 2
     meta = json.loads((common.resolve(project, tr["checkpoint_dir"]) / "config.json").read_text())
     assert meta  # a loadable checkpoint directory
     again = train.run(cfg, round=1, data_version=ver["data_version"], workdir=project)
