@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -233,9 +234,7 @@ def machine_label(machine: Mapping[str, Any]) -> str:
 
 def machines_line(exports: Sequence[PolicyExport], local: int = 0) -> str:
     """One line: how many runs each machine ran (``local`` runs without an export: this one's)."""
-    counts: dict[str, int] = {}
-    for e in exports:
-        counts[machine_label(e.machine)] = counts.get(machine_label(e.machine), 0) + 1
+    counts = Counter(machine_label(e.machine) for e in exports)
     parts = [f"{label}: {n}" for label, n in sorted(counts.items())]
     if local:
         parts.append(f"this machine, not exported: {local}")
@@ -248,10 +247,7 @@ def commits_line(exports: Sequence[PolicyExport]) -> str:
     Why: a run is cached and reused by its settings, not its code, so a table that joins parts
     made at several commits says which (a joined run is only as current as its commit).
     """
-    counts: dict[str, int] = {}
-    for e in exports:
-        key = e.commit[:7] or "no commit"
-        counts[key] = counts.get(key, 0) + 1
+    counts = Counter(e.commit[:7] or "no commit" for e in exports)
     parts = [f"{c}: {n}" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     return "Runs per commit: " + ("; ".join(parts) if parts else "none")
 
