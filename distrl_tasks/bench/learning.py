@@ -129,7 +129,7 @@ def report_finished(
     ablation) are rows of their own in the tables (:func:`variants_beside`). No run is started
     and nothing is written (no RESULTS.md section, plots or MLflow runs: those belong to a whole
     benchmark); what may run are evaluations not cached yet: a finished SFT policy's on the
-    benchmark's task lists, and with ``reference`` the final policies' under
+    benchmark's task lists and each seed's world, and with ``reference`` the final policies' under
     ``settings.reference_profiles``.
     """
     from distrl_tasks.stages import (
@@ -160,15 +160,15 @@ def report_finished(
     beside = variants_beside(settings, sft, root, export_root, exports)
     base = own_base(settings)
     planned = len(settings.task_sets) * len(settings.seeds) * len(settings.methods)
-    sft_cols = {(ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")}
-    table = results_table(records + beside, sft_cols, settings.methods, base)
+    starts = sft_on_worlds(settings, sft)
+    table = results_table(records + beside, sft_columns(starts), settings.methods, base)
     where = f"{root}" + (f" and {export_root}" if export_root is not None else "")
     others = f" (and {len(beside)} exported under other overrides)" if beside else ""
     log(f"{len(records)} of {planned} runs finished in {where}{others}\n\n{table}\n")
     if records or beside:
         log(run_details_table(records + beside, settings.methods, base) + "\n")
         log(provenance_note(list(exports.values()), local, sft) + "\n")
-    for t in evaluate_targets(records, sft_cols, settings.budget_s, base):
+    for t in evaluate_targets(records, starts, settings.budget_s, base):
         log(f"- {t.name}: {t.verdict} ({t.detail})")
     if records:
         counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)
@@ -426,6 +426,51 @@ def sft_check(
     return float(m["success_rate"])
 
 
+def sft_on_worlds(
+    settings: LearningBenchSettings, sft: Mapping[str, SFTPolicy]
+) -> dict[tuple[str, str, int], float]:
+    """The SFT policy's final evaluation (train and test) on each seed's world: the start each
+    run's gap is measured from, keyed ``(task set, split, seed)``.
+
+    A run's farm is seeded by its seed, and the live world draws its dialogs and moved targets
+    from it, so the start is measured on the same world as the run. Seed
+    :data:`SFT_CHECK_SEED`'s are the bootstrap's own evaluations; the others run in a
+    directory per seed inside the SFT's (the evaluate stage's cache is keyed by checkpoint and
+    goals, not the seed) and are cached there. An SFT policy known only from its export has
+    seed 0's alone (the targets then measure every seed from it, and say so).
+    """
+    from distrl_tasks.stages import evaluate  # lazy: torch + pyarrow
+
+    starts: dict[tuple[str, str, int], float] = {}
+    for ts, p in sft.items():
+        for split, n in (("train", settings.eval_train), ("test", settings.eval_test)):
+            if split in p.success:
+                starts[(ts, split, SFT_CHECK_SEED)] = p.success[split]
+            if not p.policy_dir.is_dir():
+                continue
+            for seed in (s for s in settings.seeds if s != SFT_CHECK_SEED):
+                m = evaluate.run(
+                    run_config(settings, ts, seed=seed, latency=False),
+                    round=0,
+                    checkpoint_dir=p.policy_dir,
+                    workdir=p.workdir / "worlds" / f"s{seed}",
+                    split=split,
+                    n_tasks=n,
+                )
+                starts[(ts, split, seed)] = float(m["success_rate"])
+    return starts
+
+
+def sft_columns(
+    starts: Mapping[tuple[str, str, int], float],
+) -> dict[tuple[str, str], list[float]]:
+    """The SFT row's cells: per (task set, split), the start on each seed's world."""
+    cols: dict[tuple[str, str], list[float]] = {}
+    for (ts, split, _), v in sorted(starts.items()):
+        cols.setdefault((ts, split), []).append(v)
+    return cols
+
+
 def run_export(
     settings: LearningBenchSettings, record: RunRecord, sft: SFTPolicy, root: Path
 ) -> PolicyExport:
@@ -610,11 +655,9 @@ def run_benchmark(
                     exports[workdir.name] = read_export(export_root, workdir.name)
             beside = variants_beside(settings, sft, root, export_root, exports)
             base = own_base(settings)
-            sft_cols = {
-                (ts, sp): p.success[sp] for ts, p in sft.items() for sp in ("train", "test")
-            }
-            table = results_table(records + beside, sft_cols, settings.methods, base)
-            targets = evaluate_targets(records, sft_cols, settings.budget_s, base)
+            starts = sft_on_worlds(settings, sft)
+            table = results_table(records + beside, sft_columns(starts), settings.methods, base)
+            targets = evaluate_targets(records, starts, settings.budget_s, base)
             details = run_details_table(records + beside, settings.methods, base)
             details += "\n\n" + provenance_note(list(exports.values()), local, sft)
             counts = final_family_counts(settings, records, sft, root, exports=exports, log=log)

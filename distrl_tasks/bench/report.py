@@ -33,7 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from distrl_tasks.bench.records import RunRecord, curve, start_success, trajectories_at
+from distrl_tasks.bench.records import (
+    SFT_CHECK_SEED,
+    RunRecord,
+    curve,
+    start_success,
+    trajectories_at,
+)
 from distrl_tasks.config.algorithm_specs import SPECS, algorithm_spec
 
 METHOD_LABELS = {s.name: s.label for s in SPECS}  # in the specs' order, which tables keep
@@ -156,23 +162,21 @@ def final_values(
 
 def results_table(
     records: Sequence[RunRecord],
-    sft: Mapping[tuple[str, str], float],
+    sft: Mapping[tuple[str, str], Sequence[float]],
     methods: Sequence[str],
     base: Mapping[str, Any] | None = None,
 ) -> str:
     """The papers' Table 1: SFT row, then one row per method and set of overrides (``base``'s
     first; a method that did not run keeps one row); columns General/WebShop x train/test;
-    success % as mean ± std over seeds (``–`` where not run).
+    success % as mean ± std over seeds (``–`` where not run). ``sft``: per column, the SFT
+    policy's success on each seed's world (one policy, so the spread is the worlds').
 
     ``base``: the invocation's own overrides (None: none); rows are labelled with what a run's
     overrides add to them, so its own runs keep the method's plain name.
     """
     head = ["Method"] + [f"{TASK_SET_LABELS[ts]} {split}" for ts, split in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    sft_cells = [
-        format_cell([sft[c]], std=False) if c in sft else "–"
-        for c in COLUMNS  # one SFT policy per task set: no spread to report
-    ]
+    sft_cells = [format_cell(sft[c], std=len(sft[c]) > 1) if c in sft else "–" for c in COLUMNS]
     lines.append("| SFT | " + " | ".join(sft_cells) + " |")
     for method in methods:
         for v in variants(records, method, base) or [""]:
@@ -259,14 +263,18 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def evaluate_targets(
     records: Sequence[RunRecord],
-    sft: Mapping[tuple[str, str], float],
+    starts: Mapping[tuple[str, str, int], float],
     budget_s: float,
     base: Mapping[str, Any] | None = None,
 ) -> list[Target]:
     """The targets: the share of the gap between SFT and the expert (100%) that RL closes on the
-    test goals, ``(RL - SFT) / (1 - SFT)`` per task set (the best method >= 50%, every method
+    test goals, ``(mean RL - mean SFT) / (1 - mean SFT)`` per task set over a method's seeds,
+    each seed's SFT figure measured on that seed's world (the best method >= 50%, every method
     >= 25%), DistRL >= DigiRL on test success at the same budget, and asynchronous trajectories
     at the budget >= 2.4x synchronous (DistRL over DigiRL), per task set.
+
+    ``starts``: the SFT policy's success keyed ``(task set, split, seed)``; a seed without one
+    takes seed :data:`~distrl_tasks.bench.records.SFT_CHECK_SEED`'s.
 
     The targets are the benchmark's: per method, only the runs of its first set of overrides
     (:func:`variants` beyond ``base``: the invocation's own where they ran) count, never
@@ -279,16 +287,30 @@ def evaluate_targets(
     out = []
 
     closed: dict[str, dict[str, float]] = {}  # task set -> method -> share of the gap closed
+    start_of: dict[str, dict[int, float]] = {}  # task set -> seed -> the start measured there
     for ts in task_sets:
-        base = sft.get((ts, "test"))
-        if base is None or base >= 1.0:
-            continue
+        fallback = starts.get((ts, "test", SFT_CHECK_SEED))
         for m in methods:
-            mean = _mean(final_values(records, m, ts, "test"))
-            if mean is not None:
-                closed.setdefault(ts, {})[m] = (mean - base) / (1.0 - base)
+            pairs = {  # seed -> (the run's test success, the start's on the same world)
+                r.seed: (r.final["test"], starts.get((ts, "test", r.seed), fallback))
+                for r in records
+                if (r.method, r.task_set) == (m, ts) and "test" in r.final
+            }
+            pairs = {seed: (rl, sft) for seed, (rl, sft) in pairs.items() if sft is not None}
+            if not pairs:
+                continue
+            measured = {
+                seed: starts[(ts, "test", seed)] for seed in pairs if (ts, "test", seed) in starts
+            }
+            start_of.setdefault(ts, {}).update(measured)
+            rl = statistics.fmean(v[0] for v in pairs.values())
+            sft = statistics.fmean(v[1] for v in pairs.values())
+            if sft < 1.0:
+                closed.setdefault(ts, {})[m] = (rl - sft) / (1.0 - sft)
     parts = [
-        f"{TASK_SET_LABELS[ts]} (SFT {100 * sft[(ts, 'test')]:.1f}%): "
+        f"{TASK_SET_LABELS[ts]} (SFT "
+        + "/".join(f"{100 * v:.1f}" for _, v in sorted(start_of[ts].items()))
+        + f"% on seeds {','.join(str(k) for k in sorted(start_of[ts]))}): "
         + ", ".join(f"{METHOD_LABELS[m]} {100 * c:+.0f}%" for m, c in by_method.items())
         for ts, by_method in closed.items()
     ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -119,18 +119,35 @@ def trajectory_id(round_: int, serial: str, index: int, prefix: str = "") -> str
     return f"{prefix}r{round_}-{serial}-e{index:04d}"
 
 
-def planned_trajectories(
-    goals: Mapping[str, Sequence[str]], round_: int, prefix: str = ""
-) -> dict[str, str]:
+class PlannedTrajectories(Mapping[str, str]):
     """Trajectory id -> goal of every episode a plan (goals per device serial) holds.
 
     What :meth:`~distrl_tasks.runners.journal.EpisodeJournal.load` matches a journal against.
+    Ids are parsed on lookup rather than built upfront: a budgeted continuous round plans far
+    more episodes than its budget lets it run.
     """
-    return {
-        trajectory_id(round_, serial, k, prefix): goal
-        for serial, planned in goals.items()
-        for k, goal in enumerate(planned)
-    }
+
+    def __init__(self, goals: Mapping[str, Sequence[str]], round_: int, prefix: str = "") -> None:
+        self._goals, self._round, self._prefix = goals, round_, prefix
+        self._head = f"{prefix}r{round_}-"
+
+    def __getitem__(self, tid: str) -> str:
+        head, _, index = tid.rpartition("-e")
+        serial = head[len(self._head) :] if head.startswith(self._head) else ""
+        planned = self._goals.get(serial, ())
+        k = int(index) if index.isdigit() else len(planned)
+        # the id must be the one trajectory_id writes ("e7" is not episode "e0007")
+        if k >= len(planned) or trajectory_id(self._round, serial, k, self._prefix) != tid:
+            raise KeyError(tid)
+        return planned[k]
+
+    def __iter__(self) -> Iterator[str]:
+        for serial, planned in self._goals.items():
+            for k in range(len(planned)):
+                yield trajectory_id(self._round, serial, k, self._prefix)
+
+    def __len__(self) -> int:
+        return sum(len(planned) for planned in self._goals.values())
 
 
 class _Progress:

@@ -37,9 +37,9 @@ from distrl_tasks.evaluators.oracle import OracleEvaluator
 from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.collector import (
     CollectResult,
+    PlannedTrajectories,
     collect_async,
     collect_sync,
-    planned_trajectories,
 )
 from distrl_tasks.runners.exploration import ElementExploration
 from distrl_tasks.runners.inference import InferenceServer
@@ -415,7 +415,7 @@ def _run_episodes(
     # on the simulator the oracle always judges: it labels, or (another evaluator configured)
     # keeps its verdict as the reference the label stage measures that evaluator's agreement on
     oracle = OracleEvaluator(labels=cfg.evaluator.kind == "oracle") if sim else None
-    planned = planned_trajectories(plan, req.round)
+    planned = PlannedTrajectories(plan, req.round)
     done = journal.load(planned)
     if done:  # say what an earlier, interrupted attempt left (a resume is never silent)
         print(

@@ -243,7 +243,7 @@ def test_tables_keep_runs_under_other_overrides_in_rows_of_their_own() -> None:
         record("gigpo", 1, 0.30, KL),
         record("digirl", 0, 0.25, {}),
     ]
-    sft = {("webshop", "test"): 0.2}
+    sft = {("webshop", "test"): [0.2]}
     lines = rep.results_table(runs, sft, ["digirl", "filtered_bc", "gigpo"]).splitlines()
     assert lines[3:] == [
         "| DigiRL | – | – | 12.5 ± 0.0 | 25.0 ± 0.0 |",
@@ -258,7 +258,7 @@ def test_tables_keep_runs_under_other_overrides_in_rows_of_their_own() -> None:
     ]
     # the targets read the defaults' runs only: GiGPO closes (0.30 - 0.2) / 0.8 of the gap
     # (averaged with the ablation's, 6%)
-    best = rep.evaluate_targets(runs, sft, 100.0)[0]
+    best = rep.evaluate_targets(runs, {("webshop", "test", 0): 0.2}, 100.0)[0]
     assert "GiGPO +13%" in best.detail and "DigiRL +6%" in best.detail
     assert rep.overrides_text({"b": True, "a": "x", "c": [1, 2]}) == "a=x, b=true, c=[1, 2]"
     # against an invocation's own overrides: what a run adds, and what it leaves at the default

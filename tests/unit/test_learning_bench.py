@@ -52,11 +52,17 @@ def test_results_table_has_the_papers_shape() -> None:
         record("digirl", 0, test=0.25, train=0.25),
         record("digirl", 0, test=0.10, train=0.20, task_set="webshop"),
     ]
-    sft = {("general", "train"): 0.1, ("general", "test"): 0.05, ("webshop", "test"): 0.0}
+    sft = {("general", "train"): [0.1], ("general", "test"): [0.05], ("webshop", "test"): [0.0]}
     lines = rep.results_table(records, sft, ["distrl", "digirl", "filtered_bc"]).splitlines()
     assert lines[0] == ("| Method | General train | General test | WebShop train | WebShop test |")
     assert lines[1] == "|---|---|---|---|---|"
     assert lines[2] == "| SFT | 10.0 | 5.0 | – | 0.0 |"
+    # the start measured on two seeds' worlds: its spread is the worlds'
+    sft[("general", "test")] = [0.05, 0.15]
+    assert (
+        rep.results_table(records, sft, []).splitlines()[2]
+        == "| SFT | 10.0 | 10.0 ± 7.1 | – | 0.0 |"
+    )
     assert lines[3] == "| DistRL | 50.0 ± 14.1 | 40.0 ± 14.1 | – | – |"
     assert lines[4] == "| DigiRL | 25.0 ± 0.0 | 25.0 ± 0.0 | 20.0 ± 0.0 | 10.0 ± 0.0 |"
     assert lines[5] == "| Filtered BC | – | – | – | – |"
@@ -130,11 +136,11 @@ def test_targets_by_hand() -> None:
         run("digirl", 0, 0.20, 10),
         run("filtered_bc", 0, 0.52, 10),
     ]
-    sft = {("general", "test"): 0.2}  # a gap of 80 points to the expert
+    sft = {("general", "test", 0): 0.2}  # a gap of 80 points to the expert, on every seed
     best, every, equal_time, ratio = rep.evaluate_targets(records, sft, 100.0)
     # closed: DistRL (0.35 - 0.2) / 0.8 = 19%, DigiRL 0%, Filtered BC 40%
     assert "DistRL +19%" in best.detail and "DigiRL +0%" in best.detail
-    assert "Filtered BC +40%" in best.detail and "SFT 20.0%" in best.detail
+    assert "Filtered BC +40%" in best.detail and "SFT 20.0% on seeds 0)" in best.detail
     assert best.met is False and every.met is False
     assert equal_time.met is True and "35.0% vs 20.0%" in equal_time.detail
     assert ratio.met is True and "2.50x" in ratio.detail
@@ -145,6 +151,12 @@ def test_targets_by_hand() -> None:
     best, every, equal_time, ratio = rep.evaluate_targets(worse, sft, 100.0)
     assert (best.met, every.met, equal_time.met, ratio.met) == (False, False, False, False)
     assert "2.00x" in ratio.detail and "DistRL -12%" in best.detail
+    # each seed's gap from the start on its own world: seed 1's start solved 0.30, so DistRL
+    # closes (0.35 - 0.25) / 0.75 = 13% (against seed 0's start alone it would be 19%)
+    worlds = {("general", "test", 0): 0.2, ("general", "test", 1): 0.3}
+    best = rep.evaluate_targets(records, worlds, 100.0)[0]
+    assert "DistRL +13%" in best.detail and "SFT 20.0/30.0% on seeds 0,1" in best.detail
+    assert "DigiRL +0%" in best.detail  # its one run is seed 0's
     only = rep.evaluate_targets([run("digirl", 0, 0.2, 10)], {}, 100.0)
     assert [t.met for t in only] == [None, None, None, None]
     assert only[0].verdict == "not measured"
@@ -199,7 +211,7 @@ def test_results_section_and_plots(tmp_path) -> None:
     text = rep.results_section(
         table="TABLE",
         details=rep.run_details_table(runs, ["distrl", "digirl"]),
-        targets=rep.evaluate_targets(runs, {("general", "test"): 0.0}, 100.0),
+        targets=rep.evaluate_targets(runs, {("general", "test", 0): 0.0}, 100.0),
         plots=plots,
         results_dir=tmp_path,
         settings_lines=["budget 100 s"],

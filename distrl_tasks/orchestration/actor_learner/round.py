@@ -55,7 +55,7 @@ from distrl_tasks.orchestration.actor_learner.process import LearnerProcess
 from distrl_tasks.orchestration.round_chain import learn
 from distrl_tasks.orchestration.round_results import RoundResult
 from distrl_tasks.protocol.progress import progress_bar
-from distrl_tasks.runners.collector import collect_async, planned_trajectories
+from distrl_tasks.runners.collector import PlannedTrajectories, collect_async
 from distrl_tasks.runners.exploration import (
     ElementExploration,
     episode_outcomes,
@@ -173,7 +173,7 @@ def continuous_round(
     )
     collect.check_journal(journal, settings, round_)
     envs = collect.open_envs(cfg, record["host"], int(record["port"]), serials)
-    done = journal.load(planned_trajectories(plan, round_))
+    done = journal.load(PlannedTrajectories(plan, round_))
     if done:  # a resume is never silent
         print(
             f"continuous round {round_}: resuming an interrupted attempt, {len(done)} episodes "
