@@ -20,9 +20,15 @@ from distrl_tasks.bench.profiles import (
     final_eval_dir,
     final_test_evaluation,
 )
-from distrl_tasks.bench.records import RunRecord
+from distrl_tasks.bench.records import SFT_CHECK_SEED, RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, TASK_SET_LABELS
-from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
+from distrl_tasks.bench.setup import (
+    LearningBenchSettings,
+    SFTPolicy,
+    run_config,
+    run_dir,
+    sft_world_dir,
+)
 
 
 @dataclass
@@ -76,8 +82,9 @@ def final_family_counts(
     exports: Mapping[str, PolicyExport] | None = None,
     log: Callable[[str], None] = print,
 ) -> FamilyCounts:
-    """Per-family successes of each task set's SFT policy and of every run's final policy on
-    the first ``settings.eval_test`` test goals, from the final evaluations (the same
+    """Per-family successes of each task set's SFT policy (on every seed's world) and of every
+    run's final policy on the first ``settings.eval_test`` test goals, from the final
+    evaluations (the same
     checkpoint, settings and directory as the run's own, so the evaluate stage's cache
     answers; what is not cached is evaluated now and logged). A policy whose checkpoint is
     not on this machine is read from its export in ``exports`` (by directory name)."""
@@ -97,8 +104,10 @@ def final_family_counts(
         if exported := exported_elsewhere(exports, policy.workdir, policy.policy_dir):
             add((SFT, ts), exported.per_family)
             continue
-        cfg = run_config(settings, ts, latency=False)
-        measure((SFT, ts), cfg, policy.policy_dir, policy.workdir)
+        local = policy.policy_dir.is_dir()
+        for seed in settings.seeds if local else (SFT_CHECK_SEED,):  # each seed's world
+            cfg = run_config(settings, ts, seed=seed, latency=False)
+            measure((SFT, ts), cfg, policy.policy_dir, sft_world_dir(policy, seed))
     for r in records:
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
         if exported := exported_elsewhere(exports, workdir):  # ran on another machine

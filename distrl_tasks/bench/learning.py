@@ -103,6 +103,7 @@ from distrl_tasks.bench.setup import (
     seed_registry,
     sft_key,
     sft_overrides,
+    sft_world_dir,
 )
 from distrl_tasks.orchestration.pipeline import UNBOUNDED_ROUNDS, RoundResult, run_rounds
 from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest, torch_threads
@@ -435,25 +436,26 @@ def sft_on_worlds(
     A run's farm is seeded by its seed, and the live world draws its dialogs and moved targets
     from it, so the start is measured on the same world as the run. Seed
     :data:`SFT_CHECK_SEED`'s are the bootstrap's own evaluations; the others run in a
-    directory per seed inside the SFT's (the evaluate stage's cache is keyed by checkpoint and
-    goals, not the seed) and are cached there. An SFT policy known only from its export has
-    seed 0's alone (the targets then measure every seed from it, and say so).
+    directory per seed (:func:`~distrl_tasks.bench.setup.sft_world_dir`) and are cached there.
+    An SFT policy known only from its export has seed 0's alone (the targets then measure every
+    seed from it, and say so).
     """
     from distrl_tasks.stages import evaluate  # lazy: torch + pyarrow
 
     starts: dict[tuple[str, str, int], float] = {}
     for ts, p in sft.items():
+        seeds = settings.seeds if p.policy_dir.is_dir() else (SFT_CHECK_SEED,)
         for split, n in (("train", settings.eval_train), ("test", settings.eval_test)):
-            if split in p.success:
-                starts[(ts, split, SFT_CHECK_SEED)] = p.success[split]
-            if not p.policy_dir.is_dir():
-                continue
-            for seed in (s for s in settings.seeds if s != SFT_CHECK_SEED):
+            for seed in seeds:
+                if seed == SFT_CHECK_SEED:  # the bootstrap's own evaluation
+                    if split in p.success:
+                        starts[(ts, split, seed)] = p.success[split]
+                    continue
                 m = evaluate.run(
                     run_config(settings, ts, seed=seed, latency=False),
                     round=0,
                     checkpoint_dir=p.policy_dir,
-                    workdir=p.workdir / "worlds" / f"s{seed}",
+                    workdir=sft_world_dir(p, seed),
                     split=split,
                     n_tasks=n,
                 )

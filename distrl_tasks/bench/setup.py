@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distrl_tasks.bench.records import DEFAULTS_BEFORE, DEFAULTS_GENERATION, RunRecord
+from distrl_tasks.bench.records import (
+    DEFAULTS_BEFORE,
+    DEFAULTS_GENERATION,
+    SFT_CHECK_SEED,
+    RunRecord,
+)
 from distrl_tasks.config import MOVED_KEYS, Config, load_config
 from distrl_tasks.config.algorithm_specs import ALGORITHMS, SPECS
 from distrl_tasks.sim.dynamics.catalog import PROFILES
@@ -357,6 +362,12 @@ class SFTPolicy:
     steps: int
     success: dict[str, float]  # train, test (final protocol) and round (per-round task list)
     tasks_key: str  # key of the per-round task list (its registered evaluation)
+
+
+def sft_world_dir(policy: SFTPolicy, seed: int) -> Path:
+    """Where the SFT policy's evaluations on seed ``seed``'s world are cached (the evaluate
+    stage's cache is keyed by checkpoint and goals, not the world's seed: one per seed)."""
+    return policy.workdir if seed == SFT_CHECK_SEED else policy.workdir / "worlds" / f"s{seed}"
 
 
 def base_identity(cfg: Config) -> str:

@@ -17,6 +17,7 @@ from PIL import Image
 
 from distrl_tasks.bench import report as rep
 from distrl_tasks.bench.export import current_commit, read_export, write_export
+from distrl_tasks.bench.families import final_family_counts
 from distrl_tasks.bench.learning import (
     EXPERIMENT,
     LearningBenchSettings,
@@ -24,6 +25,7 @@ from distrl_tasks.bench.learning import (
     run_benchmark,
     sft_on_worlds,
 )
+from distrl_tasks.bench.profiles import SFT
 from distrl_tasks.bench.setup import run_dir, run_overrides
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -155,6 +157,12 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert seed_one and '"success_rate"' in seed_one[0].read_text()
     stamp = seed_one[0].stat().st_mtime_ns
     assert sft_on_worlds(two, out.sft) == starts and seed_one[0].stat().st_mtime_ns == stamp
+    # the family table's SFT column is the start on the same worlds (those evaluations, cached)
+    tally = final_family_counts(two, out.records, out.sft, tmp_path / "bench")[(SFT, "general")]
+    worlds = [starts[("general", "test", s)] for s in (0, 1)]
+    assert tally.evaluations == 2
+    assert tally.per_evaluation() == pytest.approx(settings.eval_test * sum(worlds) / 2)
+    assert seed_one[0].stat().st_mtime_ns == stamp
 
     # the exports: one per SFT policy and run; on a machine without the run directories they
     # give the same tables, with nothing evaluated or run
