@@ -84,10 +84,10 @@ def final_family_counts(
 ) -> FamilyCounts:
     """Per-family successes of each task set's SFT policy (on every seed's world) and of every
     run's final policy on the first ``settings.eval_test`` test goals, from the final
-    evaluations (the same
-    checkpoint, settings and directory as the run's own, so the evaluate stage's cache
-    answers; what is not cached is evaluated now and logged). A policy whose checkpoint is
-    not on this machine is read from its export in ``exports`` (by directory name)."""
+    evaluations (the same checkpoint, settings and directory as the run's own, so the evaluate
+    stage's cache answers; what is not cached is evaluated now and logged). A policy whose
+    checkpoint is not on this machine is read from its export in ``exports`` (by directory
+    name)."""
     counts: FamilyCounts = {}
     exports = exports or {}
 
