@@ -27,7 +27,6 @@ from distrl_tasks.bench.setup import (
     SFTPolicy,
     run_config,
     run_dir,
-    sft_world_dir,
 )
 
 
@@ -107,7 +106,7 @@ def final_family_counts(
         local = policy.policy_dir.is_dir()
         for seed in settings.seeds if local else (SFT_CHECK_SEED,):  # each seed's world
             cfg = run_config(settings, ts, seed=seed, latency=False)
-            measure((SFT, ts), cfg, policy.policy_dir, sft_world_dir(policy, seed))
+            measure((SFT, ts), cfg, policy.policy_dir, policy.workdir)
     for r in records:
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
         if exported := exported_elsewhere(exports, workdir):  # ran on another machine

@@ -94,6 +94,7 @@ from distrl_tasks.bench.report import (
 from distrl_tasks.bench.setup import (
     LearningBenchSettings,
     SFTPolicy,
+    adopt_unseeded_evaluations,
     bootstrap_sft,
     current_overrides,
     new_project,
@@ -103,7 +104,6 @@ from distrl_tasks.bench.setup import (
     seed_registry,
     sft_key,
     sft_overrides,
-    sft_world_dir,
 )
 from distrl_tasks.orchestration.pipeline import UNBOUNDED_ROUNDS, RoundResult, run_rounds
 from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest, torch_threads
@@ -138,6 +138,7 @@ def report_finished(
     )
 
     root = Path(workdir).resolve()
+    _adopt_old_cache(root, log)
     export_root = Path(export_dir) if export_dir is not None else None
     sft, records, exports, local = {}, [], {}, 0
     for ts in settings.task_sets:
@@ -177,6 +178,11 @@ def report_finished(
     if reference and settings.reference_profiles and records:
         log("\n" + reference_table(settings, records, sft, root, exports=exports, log=log))
     return table, records
+
+
+def _adopt_old_cache(root: Path, log: Callable[[str], None]) -> None:
+    if adopted := adopt_unseeded_evaluations(root):
+        log(f"{adopted} cached evaluations in {root} renamed to the key that names their world")
 
 
 def own_base(settings: LearningBenchSettings) -> dict[str, Any]:
@@ -409,8 +415,8 @@ def sft_check(
     """The SFT policy's per-round evaluation on the run's own seed, where its curve starts.
 
     The bootstrap's check ran on seed :data:`SFT_CHECK_SEED`; another seed's world is another,
-    so it is measured here, in the run's directory (the evaluations cached in the SFT's are
-    keyed by the checkpoint and goals, not the seed: they would answer with seed 0's).
+    so it is measured here and cached beside the SFT's own evaluations (their key names the
+    world's seed: every method's run on that seed reuses it). ``workdir`` is the run's.
     """
     if seed == SFT_CHECK_SEED:
         return sft.success["round"]
@@ -420,7 +426,7 @@ def sft_check(
         cfg,
         round=0,
         checkpoint_dir=sft.policy_dir,
-        workdir=workdir,
+        workdir=sft.workdir,
         split="test",
         n_tasks=settings.round_eval_tasks,
     )
@@ -435,8 +441,8 @@ def sft_on_worlds(
 
     A run's farm is seeded by its seed, and the live world draws its dialogs and moved targets
     from it, so the start is measured on the same world as the run. Seed
-    :data:`SFT_CHECK_SEED`'s are the bootstrap's own evaluations; the others run in a
-    directory per seed (:func:`~distrl_tasks.bench.setup.sft_world_dir`) and are cached there.
+    :data:`SFT_CHECK_SEED`'s are the bootstrap's own evaluations; the others are cached beside
+    them (the evaluate stage's key names the world's seed).
     An SFT policy known only from its export has seed 0's alone (the targets then measure every
     seed from it, and say so).
     """
@@ -455,7 +461,7 @@ def sft_on_worlds(
                     run_config(settings, ts, seed=seed, latency=False),
                     round=0,
                     checkpoint_dir=p.policy_dir,
-                    workdir=sft_world_dir(p, seed),
+                    workdir=p.workdir,
                     split=split,
                     n_tasks=n,
                 )
@@ -616,6 +622,7 @@ def run_benchmark(
     if fresh:
         shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
+    _adopt_old_cache(root, log)
     started = time.perf_counter()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     tracker = Tracker("sqlite:///runs/mlflow.db", EXPERIMENT, root=root)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +28,7 @@ from distrl_tasks.bench.records import (
 )
 from distrl_tasks.config import MOVED_KEYS, Config, load_config
 from distrl_tasks.config.algorithm_specs import ALGORITHMS, SPECS
+from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.sim.dynamics.catalog import PROFILES
 from distrl_tasks.stages import common
 
@@ -364,10 +366,44 @@ class SFTPolicy:
     tasks_key: str  # key of the per-round task list (its registered evaluation)
 
 
-def sft_world_dir(policy: SFTPolicy, seed: int) -> Path:
-    """Where the SFT policy's evaluations on seed ``seed``'s world are cached (the evaluate
-    stage's cache is keyed by checkpoint and goals, not the world's seed: one per seed)."""
-    return policy.workdir if seed == SFT_CHECK_SEED else policy.workdir / "worlds" / f"s{seed}"
+def adopt_unseeded_evaluations(root: Path) -> int:
+    """Give the evaluations a benchmark cached before the evaluate stage's key named the world's
+    seed (a name ending in the bare profile, ``-live.json``) the key of the world they ran on;
+    returns how many. Idempotent.
+
+    The layout says which world that was: a run's directory (``<task set>-<method>-s<seed>-…``)
+    evaluated on its seed's, an SFT policy's directory on seed :data:`SFT_CHECK_SEED`'s, and its
+    ``worlds/s<seed>/`` (where other seeds' starts were kept) on that seed's, moved beside the
+    SFT's own. Their episodes and drawings stay where they are; the manifest points at them.
+    """
+    from distrl_tasks.stages.evaluate import EVAL_DIR  # lazy: torch
+
+    sources: list[tuple[Path, Path, int]] = []  # (evaluated in, cached to, seed)
+    for directory in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+        if directory.name.startswith("sft-"):
+            sources.append((directory, directory, SFT_CHECK_SEED))
+            for world in sorted((directory / "worlds").glob("s*")):
+                if world.name[1:].isdigit():
+                    sources.append((world, directory, int(world.name[1:])))
+        elif match := re.search(r"-s(\d+)-[0-9a-f]+$", directory.name):
+            sources.append((directory, directory, int(match.group(1))))
+    adopted = 0
+    for source, target, seed in sources:
+        for old in sorted((source / EVAL_DIR).glob("eval-v*.json")):
+            profile = next(
+                (p for p in PROFILES if p != "static" and old.stem.endswith(f"-{p}")), ""
+            )
+            if not profile:
+                continue
+            new = target / EVAL_DIR / f"{old.stem}-s{seed}.json"
+            if not new.exists():
+                manifest = common.located_paths(json.loads(old.read_text()), old.parent)
+                manifest["world"] = f"{profile}-s{seed}"
+                new.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_json(new, common.portable_paths(manifest, new.parent))
+            old.unlink()
+            adopted += 1
+    return adopted
 
 
 def base_identity(cfg: Config) -> str:

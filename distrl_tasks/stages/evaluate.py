@@ -14,8 +14,9 @@ sampling noise of 96 episodes (a 40% policy has a binomial standard deviation of
 n = 96). ``greedy=False`` samples with a fixed seed instead (the papers' actors sample).
 
 Idempotent: the manifest is keyed by task set, split, task list, a digest of the checkpoint's
-files, the decoding, the world and the pointer's elements; a finished evaluation is returned
-from ``runs/eval/`` without running anything.
+files, the decoding, the world (:func:`world_key`: its profile, and the seed, rates and faults it
+draws from) and the pointer's elements; a finished evaluation is returned from ``runs/eval/``
+without running anything.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import os
 import random
 import shutil
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from distrl_tasks.agents.policy import AutoUIPolicy, build_policy
-from distrl_tasks.config import Config
+from distrl_tasks.config import Config, SimConfig
 from distrl_tasks.data.episode_drawing import save_episode
 from distrl_tasks.protocol.files import atomic_write_json
 from distrl_tasks.runners.evaluation import (
@@ -105,6 +107,25 @@ def checkpoint_digest(checkpoint_dir: str | os.PathLike) -> str:
     return h.hexdigest()[:16]
 
 
+def world_key(sim: SimConfig) -> str:
+    """The world a farm started from ``sim`` judges in, as an evaluation's cache key names it.
+
+    ``static`` draws nothing, so it is the profile alone; ``live`` and ``hostile`` draw their
+    dialogs and moved targets from ``sim.seed``, and enabled faults draw from it too, so those
+    add the seed and, where set, a digest of the rate overrides and the faults: the same
+    checkpoint on another seed's world is another evaluation (``live-s1``, ``live-s0-3f2a9c01``).
+    """
+    rates = sim.dynamics.rates.overrides() if sim.dynamics.profile != "static" else {}
+    faults = asdict(sim.faults) if sim.faults.enabled else {}
+    if sim.dynamics.profile == "static" and not faults:
+        return "static"
+    key = f"{sim.dynamics.profile}-s{sim.seed}"
+    if rates or faults:
+        drawn = json.dumps({"rates": rates, "faults": faults}, sort_keys=True)
+        key += "-" + hashlib.sha256(drawn.encode()).hexdigest()[:8]
+    return key
+
+
 def manifest_path(
     workdir: str | os.PathLike, task_set: str, split: str, tasks_key: str, digest: str, mode: str
 ) -> Path:
@@ -150,10 +171,11 @@ def run(
     Returns:
         ``success_rate``, ``mean_steps``, ``invalid_rate`` (rejected actions / steps),
         ``episodes``, ``errors``, ``tasks_key``, ``per_family`` ({family: episodes,
-        success_rate, mean_steps, invalid_rate}), ``round``, ``split``,
-        ``task_set``, ``decoding``, ``dynamics`` (the farm's profile, ``external`` with
-        ``adb_address``), ``checkpoint_digest``, ``episodes_file``, ``episode_images`` (a few
-        failed and succeeded episodes drawn with their actions, PNG), ``wall_s`` and ``reused``.
+        success_rate, mean_steps, invalid_rate}), ``round``, ``split``, ``task_set``,
+        ``decoding``, ``dynamics`` (the farm's profile) and ``world`` (:func:`world_key`; both
+        ``external`` with ``adb_address``), ``checkpoint_digest``, ``episodes_file``,
+        ``episode_images`` (a few failed and succeeded episodes drawn with their actions, PNG),
+        ``wall_s`` and ``reused``.
     """
     task_set = task_set or cfg.env.task_set
     n = cfg.orchestration.eval_tasks if n_tasks is None else n_tasks
@@ -161,11 +183,12 @@ def run(
     key = eval_tasks_key(goals)
     digest = checkpoint_digest(checkpoint_dir)
     mode = "greedy" if greedy else f"sample{seed}"
-    # the live world changes the verdicts: a result is reused only under the same profile
+    # the live world changes the verdicts: a result is reused only on the same world
     dynamics = cfg.sim.dynamics.profile if adb_address is None else "external"
+    world = world_key(cfg.sim) if adb_address is None else "external"
     # so does the pointer: the same weights act otherwise when the screens offer elements
     mode += f"-pointer{cfg.agent.tap_elements}" if cfg.agent.tap_elements else ""
-    path = manifest_path(workdir, task_set, split, key, digest, f"{mode}-{dynamics}")
+    path = manifest_path(workdir, task_set, split, key, digest, f"{mode}-{world}")
     if path.exists():
         return {**located_paths(json.loads(path.read_text()), path.parent), "reused": True}
     policy = build_policy(cfg.agent, checkpoint_dir=checkpoint_dir, seed=seed)
@@ -198,6 +221,7 @@ def run(
         "task_set": task_set,
         "decoding": mode,
         "dynamics": dynamics,
+        "world": world,
         "checkpoint_digest": digest,
         "episodes_file": str(episodes_file),
         "episode_images": [str(p) for p in images],

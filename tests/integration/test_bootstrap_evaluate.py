@@ -121,6 +121,12 @@ def test_evaluate_stage_plays_the_first_n_test_goals_once_and_is_idempotent(tmp_
     )
     other = evaluate.run(pointing, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
     assert not other["reused"]
+    # nor on another seed's live world, which draws other dialogs and moved targets
+    assert m["dynamics"] == "live" and m["world"] == "live-s0"
+    seeded = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, seed=1))
+    elsewhere = evaluate.run(seeded, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)
+    assert not elsewhere["reused"] and elsewhere["world"] == "live-s1"
+    assert evaluate.run(seeded, round=4, checkpoint_dir=ckpt, workdir=tmp_path, n_tasks=3)["reused"]
 
 
 def test_more_evaluation_devices_change_no_verdict(tmp_path) -> None:

@@ -144,16 +144,15 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert solved == pytest.approx([goals * f for f in finals]), total
     assert out.section.count("| General family (goals) |") == 1  # in the RESULTS section too
     assert report_finished(settings, tmp_path / "nothing-here", log=lines.append)[1] == []
-    # a second seed's start: the SFT policy evaluated on that seed's world, in a directory of
-    # its own (the evaluate stage's cache does not key the seed), once
+    # a second seed's start: the SFT policy evaluated on that seed's world, once, cached beside
+    # seed 0's under a key that names the world
     two = dataclasses.replace(settings, seeds=(0, 1))
     starts = sft_on_worlds(two, out.sft)
     sft_dir = out.sft["general"].workdir
     assert starts[("general", "test", 0)] == out.sft["general"].success["test"]
     assert set(starts) == {("general", sp, s) for sp in ("train", "test") for s in (0, 1)}
     assert all(0.0 <= v <= 1.0 for v in starts.values())
-    evals = (sft_dir / "worlds" / "s1" / "runs" / "eval").glob("*-test-*.json")
-    seed_one = [p for p in evals if not p.name.endswith("-episodes.json")]
+    seed_one = list((sft_dir / "runs" / "eval").glob("*-test-*-live-s1.json"))
     assert seed_one and '"success_rate"' in seed_one[0].read_text()
     stamp = seed_one[0].stat().st_mtime_ns
     assert sft_on_worlds(two, out.sft) == starts and seed_one[0].stat().st_mtime_ns == stamp

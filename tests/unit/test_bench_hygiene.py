@@ -15,6 +15,7 @@ from distrl_tasks.bench import records as recs
 from distrl_tasks.bench import report as rep
 from distrl_tasks.bench.records import RoundPoint, RunRecord
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_dir, run_overrides
+from distrl_tasks.stages import common
 
 ROOT = Path(__file__).resolve().parents[2]
 KL = {"algorithm.group.kl_coef": 0.04}
@@ -387,11 +388,56 @@ def test_the_sft_check_of_seed_0_is_the_bootstraps_and_others_are_measured(
             "seed": 3,
             "round": 0,
             "checkpoint_dir": tmp_path / "policy",
-            "workdir": tmp_path / "run",  # the run's, not the SFT's: its cache is seed 0's
+            "workdir": tmp_path / "sft",  # beside the SFT's own: the cache keys the world
             "split": "test",
             "n_tasks": settings.round_eval_tasks,
         }
     ]
+
+
+def test_evaluations_cached_before_the_key_named_the_seed_are_adopted_by_their_world(
+    tmp_path: Path,
+) -> None:
+    from distrl_tasks.bench.setup import adopt_unseeded_evaluations
+    from distrl_tasks.config import Config
+    from distrl_tasks.stages.evaluate import EVAL_DIR, manifest_path, world_key
+
+    def cached(directory: Path, world: str, success: float) -> Path:
+        path = manifest_path(directory, "general", "test", "k", "d", f"greedy-{world}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        episodes = path.with_name(path.stem + "-episodes.json")
+        episodes.write_text("[]")
+        manifest = {"success_rate": success, "dynamics": world, "episodes_file": episodes.name}
+        path.write_text(json.dumps(manifest))
+        return path
+
+    sft, run = tmp_path / "sft-general-0a1b2c3d4e", tmp_path / "general-distrl-s1-5f6a7b8c9d"
+    cached(sft, "live", 0.8)  # the bootstrap's, on seed 0's world
+    elsewhere = cached(sft / "worlds" / "s2", "live", 0.7)  # another seed's start, kept apart
+    cached(run, "hostile", 0.5)  # the run's reference evaluation, on its own seed's world
+    static = cached(run, "static", 0.9)  # the static world draws nothing: its key stays
+    assert adopt_unseeded_evaluations(tmp_path) == 3
+    cfg = Config()
+
+    def key(seed: int, profile: str) -> str:
+        sim = dataclasses.replace(
+            cfg.sim, seed=seed, dynamics=dataclasses.replace(cfg.sim.dynamics, profile=profile)
+        )
+        return f"greedy-{world_key(sim)}"
+
+    for directory, seed, profile, success in (
+        (sft, 0, "live", 0.8),
+        (sft, 2, "live", 0.7),
+        (run, 1, "hostile", 0.5),
+    ):
+        path = manifest_path(directory, "general", "test", "k", "d", key(seed, profile))
+        manifest = common.located_paths(json.loads(path.read_text()), path.parent)
+        assert manifest["success_rate"] == success and manifest["world"] == f"{profile}-s{seed}"
+        assert Path(manifest["episodes_file"]).read_text() == "[]"  # where it was written
+    assert not elsewhere.exists() and static.exists() and key(1, "static") == "greedy-static"
+    manifests = {p.name for p in (run / EVAL_DIR).glob("*.json") if "episodes" not in p.name}
+    assert manifests == {static.name, static.name.replace("-static", "-hostile-s1")}
+    assert adopt_unseeded_evaluations(tmp_path) == 0  # idempotent
 
 
 def test_the_report_from_exports_shows_an_ablation_beside_the_defaults(tmp_path: Path) -> None:
