@@ -297,8 +297,9 @@ def reference_table(
     main: dict[tuple[str, str], list[float]] = {}
     for r in records:
         main.setdefault((r.method, r.task_set), []).append(r.final["test"])
-    for ts, p in sft.items():
-        main[(SFT, ts)] = [p.success["test"]]
+    for (ts, split, _), start in sft_on_worlds(settings, sft).items():
+        if split == "test":
+            main.setdefault((SFT, ts), []).append(start)
     profile = run_config(settings, settings.task_sets[0]).sim.dynamics.profile
     table = profiles_table(results, profile, main, settings.methods, list(sft), profiles)
     return (

@@ -5,8 +5,8 @@ The benchmark's table is measured under the profile its runs use (``sim.dynamics
 on the same first ``eval_test`` test goals under further profiles, ``static`` (the world the
 bootstrap demonstrations come from) and ``hostile`` (more interruptions, misleading content):
 how much of a method's success depends on the world staying as it was trained in. Each
-evaluation is cached by the evaluate stage under its checkpoint digest and profile, so a resumed
-benchmark re-uses them.
+evaluation is cached by the evaluate stage under its checkpoint digest and world, so a resumed
+benchmark re-uses them; the SFT policy is evaluated on every seed's world, as the runs are.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.bench.export import PolicyExport, exported_elsewhere
-from distrl_tasks.bench.records import RunRecord
+from distrl_tasks.bench.records import SFT_CHECK_SEED, RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, format_cell
 from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
 from distrl_tasks.config import Config
@@ -69,8 +69,9 @@ def evaluate_profiles(
     exports: Mapping[str, PolicyExport] | None = None,
     log: Callable[[str], None] = print,
 ) -> ProfileResults:
-    """Evaluate every finished run's final policy, and each task set's SFT policy, under each
-    of ``profiles`` on the first ``settings.eval_test`` test goals (greedy, latency off). A
+    """Evaluate every finished run's final policy, and each task set's SFT policy on every
+    seed's world, under each of ``profiles`` on the first ``settings.eval_test`` test goals
+    (greedy, latency off). A
     policy that is not on this machine is read from its export in ``exports`` (by directory
     name); a profile its export lacks is left out and logged."""
     results: ProfileResults = {}
@@ -92,8 +93,10 @@ def evaluate_profiles(
         if exported := exported_elsewhere(exports, sft[ts].workdir, sft[ts].policy_dir):
             read((SFT, ts, profile), exported)
             continue
-        cfg = run_config(settings, ts, latency=False, dynamics=profile)
-        measure((SFT, ts, profile), sft[ts].policy_dir, sft[ts].workdir, cfg)
+        local = sft[ts].policy_dir.is_dir()
+        for seed in settings.seeds if local else (SFT_CHECK_SEED,):  # each run's world
+            cfg = run_config(settings, ts, seed=seed, latency=False, dynamics=profile)
+            measure((SFT, ts, profile), sft[ts].policy_dir, sft[ts].workdir, cfg)
     for profile, r in itertools.product(profiles, records):
         workdir = run_dir(settings, r.method, r.task_set, r.seed, sft[r.task_set], root)
         if exported := exported_elsewhere(exports, workdir):  # ran on another machine
@@ -121,7 +124,8 @@ def profiles_table(
     Args:
         results: :func:`evaluate_profiles`' output.
         main_profile: the profile the benchmark ran under (its column comes from ``main``).
-        main: (method or "sft", task set) -> test success per seed under ``main_profile``.
+        main: (method or "sft", task set) -> test success per seed (for the SFT policy, per
+            seed's world) under ``main_profile``.
         methods: the benchmark's methods, in table order.
         task_sets: the task sets, in column order.
         profiles: the reference profiles, in column order.
@@ -134,7 +138,7 @@ def profiles_table(
         cells = []
         for ts, p in cols:
             values = main.get((method, ts)) if p == main_profile else results.get((method, ts, p))
-            cells.append(format_cell(values, std=method != SFT) if values else "–")
+            cells.append(format_cell(values) if values else "–")  # SFT: over worlds
         label = "SFT" if method == SFT else METHOD_LABELS[method]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

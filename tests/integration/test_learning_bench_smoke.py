@@ -231,4 +231,19 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     live = f"{100 * out.records[0].final['test']:.1f}"
     assert row[2].strip().startswith(live), row  # the live column is the run's own score
     assert re.fullmatch(r"\d+\.\d ± \d+\.\d", row[3].strip()), row  # measured under static
+    sft_row = next(line for line in printed[start:] if line.startswith("| SFT |")).split("|")
+    assert sft_row[2].strip() == f"{100 * out.sft['general'].success['test']:.1f} ± 0.0", sft_row
+    # with a second seed, the SFT row is the start on both worlds: static draws nothing, so its
+    # evaluation answers for both from the cache; live is the two seeds' starts, cached above
+    lines.clear()
+    report_finished(
+        dataclasses.replace(ref, seeds=(0, 1)), tmp_path / "bench", reference=True, log=lines.append
+    )
+    sft_static = [line for line in lines if line.startswith("[static] sft / general")]
+    assert len(sft_static) == 2 and all(line.endswith(", cached") for line in sft_static)
+    printed = "\n".join(lines).splitlines()
+    start = next(i for i, line in enumerate(printed) if "under other world profiles" in line)
+    sft_row = next(line for line in printed[start:] if line.startswith("| SFT |")).split("|")
+    both = [100 * starts[("general", "test", s)] for s in (0, 1)]
+    assert sft_row[2].strip().startswith(f"{sum(both) / 2:.1f} ± "), sft_row
     print(f"smoke benchmark: {first_s:.0f} s, second invocation {again.wall_s:.0f} s")
