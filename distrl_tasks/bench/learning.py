@@ -383,7 +383,7 @@ def run_one(
             n_tasks=n,
         )
         final[split] = float(m["success_rate"])
-    start = sft_check(settings, eval_cfg, seed, sft, workdir)
+    start = sft_check(settings, eval_cfg, seed, sft)
     record = RunRecord(
         method=method,
         task_set=task_set,
@@ -410,14 +410,12 @@ def run_one(
     return record
 
 
-def sft_check(
-    settings: LearningBenchSettings, cfg: Any, seed: int, sft: SFTPolicy, workdir: Path
-) -> float:
+def sft_check(settings: LearningBenchSettings, cfg: Any, seed: int, sft: SFTPolicy) -> float:
     """The SFT policy's per-round evaluation on the run's own seed, where its curve starts.
 
     The bootstrap's check ran on seed :data:`SFT_CHECK_SEED`; another seed's world is another,
     so it is measured here and cached beside the SFT's own evaluations (their key names the
-    world's seed: every method's run on that seed reuses it). ``workdir`` is the run's.
+    world's seed: every method's run on that seed reuses it).
     """
     if seed == SFT_CHECK_SEED:
         return sft.success["round"]

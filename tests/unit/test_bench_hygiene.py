@@ -380,9 +380,9 @@ def test_the_sft_check_of_seed_0_is_the_bootstraps_and_others_are_measured(
     settings = LearningBenchSettings.smoke()
     sft = SFTPolicy("general", tmp_path / "sft", tmp_path / "policy", 10, {"round": 0.5}, "t")
     cfg = learning.run_config(settings, "general", seed=3, latency=False)
-    assert learning.sft_check(settings, cfg, 0, sft, tmp_path / "run") == 0.5
+    assert learning.sft_check(settings, cfg, 0, sft) == 0.5
     assert calls == []
-    assert learning.sft_check(settings, cfg, 3, sft, tmp_path / "run") == 0.375
+    assert learning.sft_check(settings, cfg, 3, sft) == 0.375
     assert calls == [
         {
             "seed": 3,
