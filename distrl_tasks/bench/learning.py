@@ -131,7 +131,8 @@ def report_finished(
     and nothing is written (no RESULTS.md section, plots or MLflow runs: those belong to a whole
     benchmark); what may run are evaluations not cached yet: a finished SFT policy's on the
     benchmark's task lists and each seed's world, and with ``reference`` the final policies' under
-    ``settings.reference_profiles``.
+    ``settings.reference_profiles``. Evaluations cached before their key named the world's seed
+    are renamed to it once (:func:`~distrl_tasks.bench.setup.adopt_unseeded_evaluations`).
     """
     from distrl_tasks.stages import (
         bootstrap,  # lazy: torch + mlflow
