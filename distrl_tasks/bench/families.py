@@ -20,13 +20,14 @@ from distrl_tasks.bench.profiles import (
     final_eval_dir,
     final_test_evaluation,
 )
-from distrl_tasks.bench.records import SFT_CHECK_SEED, RunRecord
+from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, TASK_SET_LABELS
 from distrl_tasks.bench.setup import (
     LearningBenchSettings,
     SFTPolicy,
     run_config,
     run_dir,
+    start_world_seeds,
 )
 
 
@@ -103,8 +104,7 @@ def final_family_counts(
         if exported := exported_elsewhere(exports, policy.workdir, policy.policy_dir):
             add((SFT, ts), exported.per_family)
             continue
-        local = policy.policy_dir.is_dir()
-        for seed in settings.seeds if local else (SFT_CHECK_SEED,):  # each seed's world
+        for seed in start_world_seeds(settings, policy):
             cfg = run_config(settings, ts, seed=seed, latency=False)
             measure((SFT, ts), cfg, policy.policy_dir, policy.workdir)
     for r in records:

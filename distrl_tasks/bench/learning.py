@@ -104,6 +104,7 @@ from distrl_tasks.bench.setup import (
     seed_registry,
     sft_key,
     sft_overrides,
+    start_world_seeds,
 )
 from distrl_tasks.orchestration.pipeline import UNBOUNDED_ROUNDS, RoundResult, run_rounds
 from distrl_tasks.stages.common import prune_round_checkpoints, read_manifest, torch_threads
@@ -450,7 +451,7 @@ def sft_on_worlds(
 
     starts: dict[tuple[str, str, int], float] = {}
     for ts, p in sft.items():
-        seeds = settings.seeds if p.policy_dir.is_dir() else (SFT_CHECK_SEED,)
+        seeds = start_world_seeds(settings, p)
         for split, n in (("train", settings.eval_train), ("test", settings.eval_test)):
             for seed in seeds:
                 if seed == SFT_CHECK_SEED:  # the bootstrap's own evaluation

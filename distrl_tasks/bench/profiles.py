@@ -17,9 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from distrl_tasks.bench.export import PolicyExport, exported_elsewhere
-from distrl_tasks.bench.records import SFT_CHECK_SEED, RunRecord
+from distrl_tasks.bench.records import RunRecord
 from distrl_tasks.bench.report import METHOD_LABELS, format_cell
-from distrl_tasks.bench.setup import LearningBenchSettings, SFTPolicy, run_config, run_dir
+from distrl_tasks.bench.setup import (
+    LearningBenchSettings,
+    SFTPolicy,
+    run_config,
+    run_dir,
+    start_world_seeds,
+)
 from distrl_tasks.config import Config
 from distrl_tasks.stages.common import checkpoint_dir
 
@@ -71,9 +77,8 @@ def evaluate_profiles(
 ) -> ProfileResults:
     """Evaluate every finished run's final policy, and each task set's SFT policy on every
     seed's world, under each of ``profiles`` on the first ``settings.eval_test`` test goals
-    (greedy, latency off). A
-    policy that is not on this machine is read from its export in ``exports`` (by directory
-    name); a profile its export lacks is left out and logged."""
+    (greedy, latency off). A policy that is not on this machine is read from its export in
+    ``exports`` (by directory name); a profile its export lacks is left out and logged."""
     results: ProfileResults = {}
     exports = exports or {}
 
@@ -93,8 +98,7 @@ def evaluate_profiles(
         if exported := exported_elsewhere(exports, sft[ts].workdir, sft[ts].policy_dir):
             read((SFT, ts, profile), exported)
             continue
-        local = sft[ts].policy_dir.is_dir()
-        for seed in settings.seeds if local else (SFT_CHECK_SEED,):  # each run's world
+        for seed in start_world_seeds(settings, sft[ts]):
             cfg = run_config(settings, ts, seed=seed, latency=False, dynamics=profile)
             measure((SFT, ts, profile), sft[ts].policy_dir, sft[ts].workdir, cfg)
     for profile, r in itertools.product(profiles, records):

@@ -366,6 +366,12 @@ class SFTPolicy:
     tasks_key: str  # key of the per-round task list (its registered evaluation)
 
 
+def start_world_seeds(settings: LearningBenchSettings, policy: SFTPolicy) -> tuple[int, ...]:
+    """The seeds whose worlds the SFT start is evaluated on: every run's, or seed
+    :data:`SFT_CHECK_SEED`'s alone where the policy is known only from its export."""
+    return tuple(settings.seeds) if policy.policy_dir.is_dir() else (SFT_CHECK_SEED,)
+
+
 def adopt_unseeded_evaluations(root: Path) -> int:
     """Give the evaluations a benchmark cached before the evaluate stage's key named the world's
     seed (a name ending in the bare profile, ``-live.json``) the key of the world they ran on;
