@@ -1,11 +1,13 @@
 """Shared fixtures: a simulated device farm served over ADB on a free loopback port, and one
-torch thread for the modules that run tiny models; and a guard that keeps one test's signal
-handlers from reaching the next."""
+torch thread for the modules that run tiny models; a module's scratch directory that does not
+outlive it; and a guard that keeps one test's signal handlers from reaching the next."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,20 @@ def adb_client(sim_farm: RunningFarm):
     import adbutils
 
     return adbutils.AdbClient(host=sim_farm.host, port=sim_farm.port, socket_timeout=30)
+
+
+@pytest.fixture(scope="module")
+def module_tmp_path(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """``tmp_path`` for a module-scoped fixture: removed when the module ends unless one of its
+    tests failed. pytest's ``tmp_path_retention_policy`` only covers ``tmp_path``, so a module's
+    clones and deployments (hundreds of MB) would otherwise sit on disk until the session ends."""
+    failed_before = request.session.testsfailed
+    path = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    yield path
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -236,10 +236,11 @@ def running_airflow(home: Path, workdir: Path) -> Iterator[AirflowDeployment]:
 
 
 @pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
+def airflow(module_tmp_path: Path) -> Iterator[AirflowDeployment]:
     """A running deployment on a tiny project directory."""
-    home = tmp_path_factory.mktemp("airflow-home")
-    workdir = tmp_path_factory.mktemp("distrl-project")
+    home, workdir = module_tmp_path / "airflow-home", module_tmp_path / "distrl-project"
+    home.mkdir()
+    workdir.mkdir()
     (workdir / "params.yaml").write_text(TINY_PARAMS)
     _register_initial_policy(workdir)
     with running_airflow(home, workdir) as deployment:

@@ -311,11 +311,11 @@ def git(root: Path, env: dict[str, str], *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory: pytest.TempPathFactory) -> Clone:
+def clone(module_tmp_path: Path) -> Clone:
     """A fresh clone after its first `dvc repro`."""
     if not (BIN / "dvc").is_file() or not (BIN / "distrl").is_file():
         pytest.skip("needs the `dvc` and `distrl` executables in the virtualenv (make install)")
-    tmp = tmp_path_factory.mktemp("dvc-repro")
+    tmp = module_tmp_path
     root = tmp / "repo"
     for rel in source_files():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

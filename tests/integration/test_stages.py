@@ -61,11 +61,14 @@ def tiny_cfg(**extra) -> Config:
 
 @pytest.fixture
 def project(tmp_path):
+    """A git repository inside the test's own ``tmp_path``, so what a test writes beside it
+    (a copied project, a params file) is removed with it."""
     torch.set_num_threads(1)
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    root = tmp_path / "project"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
     for key, value in (("user.email", "test@localhost"), ("user.name", "test")):
-        subprocess.run(["git", "-C", str(tmp_path), "config", key, value], check=True)
-    return tmp_path
+        subprocess.run(["git", "-C", str(root), "config", key, value], check=True)
+    return root
 
 
 def register_initial_policy(cfg: Config, workdir) -> int:
