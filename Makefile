@@ -27,7 +27,8 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev system-deps
 
 ## system-deps: Debian packages the tests drive (the real `adb` client, headless Chromium, git,
-## Postgres and Redis for `distrl cluster`)
+## Postgres and Redis for `distrl cluster`); apt's downloaded .deb files are dropped once installed
+## (on a fresh CI machine its cache held GBs the tests' scratch needs)
 system-deps:
 	@missing=""; \
 	for cmd in adb chromium git redis-server; do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
@@ -36,7 +37,8 @@ system-deps:
 	  echo "installing Debian packages:$$missing (needs root or sudo)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null && \
+	  $$SUDO apt-get clean; \
 	fi
 
 ## demo: the main job on the embedded default (simulator farm, scripted expert)
