@@ -135,7 +135,8 @@ class ContinuousConfig:
 
 @dataclass(frozen=True)
 class CurriculumConfig:
-    """Goals drawn by difficulty (MobileRL, DART-GUI): uncertain goals more often."""
+    """Which train goals RL collection draws: by difficulty (MobileRL, DART-GUI: uncertain goals
+    more often) and by task family."""
 
     enabled: bool = False  # off for the baselines
     # relative weight of a goal whose measured success rate is strictly between 0 and 1
@@ -144,6 +145,9 @@ class CurriculumConfig:
     floor: float = 0.1  # each goal's probability is at least floor / number of goals
     min_attempts: int = 1  # attempts before a goal's success rate counts
     window_rounds: int = 4  # newest labeled rounds the success rates are measured on
+    # "file" = the train file's lines uniformly (AitW General: 2/3 web searches); "balanced" =
+    # every task family the same share, times the difficulty weights when those are on
+    goal_mix: Literal["balanced", "file"] = "file"
 
     def validate(self, key: str) -> None:
         _check(self.boost >= 1.0, f"{key}.boost", "must be >= 1")

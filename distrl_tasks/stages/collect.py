@@ -218,8 +218,9 @@ class CollectRequest:
         out_dir: shard directory (default ``<data.root>/raw`` under the workdir).
         max_batch / max_wait_ms: inference server batching (async mode); default
             ``orchestration.inference_max_batch`` / ``inference_max_wait_ms``.
-        goal_mix: ``file`` draws the split's goals uniformly (times the curriculum's weights);
-            ``balanced`` gives every task family the same share of the draws (the bootstrap's
+        goal_mix: on the train split, ``file`` draws the goals uniformly (times the
+            curriculum's weights); ``balanced`` gives every task family the same share of the
+            draws; default ``orchestration.curriculum.goal_mix`` (the bootstrap passes
             ``agent.sft.goal_mix``).
         progress: show tqdm bars.
     """
@@ -236,7 +237,7 @@ class CollectRequest:
     out_dir: str | os.PathLike | None = None
     max_batch: int | None = None
     max_wait_ms: float | None = None
-    goal_mix: str = "file"
+    goal_mix: str | None = None
     progress: bool = True
 
     def resolved(self, cfg: Config) -> CollectRequest:
@@ -250,11 +251,13 @@ class CollectRequest:
             raise ValueError(f"episodes_per_device must be >= 1, got {episodes}")
         if not 0 <= self.worker < self.workers:
             raise ValueError(f"worker must be in [0, workers={self.workers}), got {self.worker}")
-        if self.goal_mix not in ("file", "balanced"):
-            raise ValueError(f"goal_mix must be 'file' or 'balanced', got {self.goal_mix!r}")
+        goal_mix = self.goal_mix or o.curriculum.goal_mix
+        if goal_mix not in ("file", "balanced"):
+            raise ValueError(f"goal_mix must be 'file' or 'balanced', got {goal_mix!r}")
         return dataclasses.replace(
             self,
             mode=mode,
+            goal_mix=goal_mix,
             episodes_per_device=episodes,
             max_batch=o.inference_max_batch if self.max_batch is None else self.max_batch,
             max_wait_ms=o.inference_max_wait_ms if self.max_wait_ms is None else self.max_wait_ms,
@@ -361,14 +364,12 @@ def _plan(
     cfg: Config, req: CollectRequest, goals: list[str], serials: list[str], workdir
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Goals per device (seeded; weighted by the curriculum on the train split)."""
+    assert req.goal_mix is not None  # resolved
     probs, curriculum_info = (
-        curriculum.curriculum_probabilities(cfg, goals, labeled_dir(cfg, workdir))
+        curriculum.collection_probabilities(cfg, goals, labeled_dir(cfg, workdir), req.goal_mix)
         if req.split == "train"
         else (None, {})
     )
-    if req.goal_mix == "balanced":
-        balanced = curriculum.family_balanced_weights(goals)
-        probs = balanced if probs is None else probs * balanced / float((probs * balanced).sum())
     seed = f"{cfg.sim.seed}/{req.round}/{req.worker}/{req.split}"
     assert req.episodes_per_device is not None  # resolved
     # evaluation-like splits: every goal its own draw

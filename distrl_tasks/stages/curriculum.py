@@ -11,7 +11,8 @@ both outcomes. Here every goal's success rate is measured on the newest
     P(g) = (1 - floor) * w_g / sum_k w_k + floor / G
 
 so every goal keeps at least ``floor / G`` of the draws (G goals). Off by default, so the
-baselines sample goals uniformly.
+baselines sample goals uniformly. ``goal_mix: balanced`` multiplies in equal shares per task
+family (:func:`family_balanced_weights`), for RL collection as for the bootstrap's demonstrations.
 """
 
 from __future__ import annotations
@@ -141,6 +142,19 @@ def plan_goals(
     attempts = [g for g in drawn for _ in range(group_size)][:total]
     n = len(serials)
     return {s: attempts[i::n] for i, s in enumerate(serials)}
+
+
+def collection_probabilities(
+    cfg: Config, goals: list[str], labeled_dir: str | os.PathLike, goal_mix: str
+) -> tuple[np.ndarray | None, dict[str, float]]:
+    """Draw probabilities for collecting on train goals (None: uniform) and the curriculum's
+    summary: the difficulty weights when the curriculum is on, times the family weights for
+    ``goal_mix="balanced"`` (renormalised), so either applies alone or both together."""
+    probs, info = curriculum_probabilities(cfg, goals, labeled_dir)
+    if goal_mix == "balanced":
+        balanced = family_balanced_weights(goals)
+        probs = balanced if probs is None else probs * balanced / float((probs * balanced).sum())
+    return probs, info
 
 
 def curriculum_probabilities(

@@ -156,3 +156,24 @@ def test_the_balanced_goal_mix_draws_families_evenly_and_keeps_the_curriculum(tm
     assert both["Set an alarm for 7am"] / 6000 == pytest.approx(3 / 4, abs=0.03)
     with pytest.raises(ValueError, match="goal_mix"):
         collect.CollectRequest(round=1, goal_mix="families").resolved(off)
+
+
+def test_the_configured_goal_mix_is_rl_collections_default_and_the_bootstraps_own_wins(tmp_path):
+    from distrl_tasks.stages import collect
+
+    goals = [*SEARCHES, "Set an alarm for 7am"]
+    rl = config_from_dict({"orchestration": {"curriculum": {"goal_mix": "balanced"}}})
+    resolved = collect.CollectRequest(round=1, episodes_per_device=3000).resolved(rl)
+    assert resolved.goal_mix == "balanced"
+    plan, _ = collect._plan(rl, resolved, goals, ["d0", "d1"], tmp_path)
+    drawn = Counter(g for s in plan.values() for g in s)
+    assert drawn["Set an alarm for 7am"] / 6000 == pytest.approx(1 / 2, abs=0.03)
+    # the continuous round draws through the same function, with the same weights
+    probs, _ = curriculum.collection_probabilities(rl, goals, tmp_path / "labeled", "balanced")
+    assert probs is not None and probs[-1] == pytest.approx(1 / 2)
+    assert curriculum.collection_probabilities(rl, goals, tmp_path, "file") == (None, {})
+    # an explicit mix (the bootstrap's agent.sft.goal_mix) is kept
+    own = collect.CollectRequest(round=1, goal_mix="file").resolved(rl)
+    assert own.goal_mix == "file"
+    with pytest.raises(ValueError, match=r"orchestration\.curriculum\.goal_mix: must be one of"):
+        config_from_dict({"orchestration": {"curriculum": {"goal_mix": "families"}}})

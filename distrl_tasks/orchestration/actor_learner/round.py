@@ -153,7 +153,9 @@ def continuous_round(
     horizon = cfg.env.horizon_webshop if cfg.env.task_set == "webshop" else cfg.env.horizon_general
     goals = load_goals(cfg.env.task_set, "train", cfg.env.data_dir)
     serials = list(record.get("serials") or [])[: o.workers * o.devices_per_worker]
-    probs, _ = curriculum.curriculum_probabilities(cfg, goals, common.labeled_dir(cfg, workdir))
+    probs, _ = curriculum.collection_probabilities(
+        cfg, goals, common.labeled_dir(cfg, workdir), cfg.orchestration.curriculum.goal_mix
+    )
     group = curriculum.attempts_per_goal(cfg)
     plan = curriculum.plan_goals(
         goals,
