@@ -25,10 +25,9 @@ the touch point (other types) have ``log p = b + a`` as before.
 The head scores elements from what it is given apart from the prompt (each element's label ids
 through the model's token embeddings, its centre, size, whether it is a text field, and how much
 of its label the goal names: :func:`goal_named_share`), each element attending once over the
-fused prompt states, and how well each word of its label is matched somewhere in the prompt
-(its coverage, learnt, so "incognito" can match "private"); "write" is scored from the mean
-prompt state. So the copy path through the prompt is untouched, and a base without the head
-gains one that starts writing coordinates nearly always (:data:`WRITE_PRIOR`).
+fused prompt states; "write" is scored from the mean prompt
+state. So the copy path through the prompt is untouched, and a base without the head gains one
+that starts writing coordinates nearly always (:data:`WRITE_PRIOR`).
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ from distrl_tasks.protocol.ui_dump import Element
 
 FEATURES = 6  # centre y, x; height, width; text field; share of the label the goal names
 LABEL_TOKENS = 16  # label ids the head reads per element
-COVER_DIM = 64  # width of the label-id / prompt-state match behind an element's coverage
 # logit of "write coordinates" for a new head (elements start near 0): with 16 elements
 # p(write) ~ 0.995, so turning the pointer on for a base trained without it changes little
 WRITE_PRIOR = 8.0
@@ -137,12 +135,6 @@ class PointerHead(nn.Module):
         self.query = nn.Linear(d_model, d_model, bias=False)
         self.mix = nn.Linear(2 * d_model, d_model)
         self.score = nn.Linear(d_model, 1)
-        # coverage: each label id's best match over the prompt, least and mean over the label;
-        # why: one attention per element cannot see that a word of its label is missing from
-        # the goal ("New incognito tab" for "Open a new tab"), the coverage's minimum can
-        self.cover_query = nn.Linear(d_model, COVER_DIM, bias=False)
-        self.cover_key = nn.Linear(d_model, COVER_DIM, bias=False)
-        self.cover = nn.Linear(2, d_model)
         self.write = nn.Linear(d_model, 1)
         nn.init.zeros_(self.write.weight)
         nn.init.constant_(self.write.bias, WRITE_PRIOR)
@@ -182,49 +174,19 @@ class PointerHead(nn.Module):
         att = self.query(elements) @ states.transpose(1, 2) / math.sqrt(self.d_model)  # [B,K,L]
         att = att.masked_fill(~attention_mask.bool()[:, None, :], float("-inf"))
         context = torch.softmax(att, dim=-1) @ states  # [B, K, d]
-        cover = self.cover(self._coverage(labels, states, attention_mask, inputs.label_mask))
-        hidden = torch.tanh(self.mix(torch.cat([elements, context], dim=-1)) + cover)
+        hidden = torch.tanh(self.mix(torch.cat([elements, context], dim=-1)))
         scores = self.score(hidden).squeeze(-1).masked_fill(~inputs.present, float("-inf"))
         return torch.cat([scores, write], dim=-1)
 
-    def _coverage(
-        self,
-        labels: torch.Tensor,
-        states: torch.Tensor,
-        attention_mask: torch.Tensor,
-        label_mask: torch.Tensor,
-    ) -> torch.Tensor:
-        """``[B, K, 2]``: per element, the least and the mean over its label ids of each id's
-        best match in the prompt, ``max_l q(label_n) . k(state_l) / sqrt(c)``; 0 and 0 for an
-        element without a label. Shapes: labels ``[B, K, N, d]``, states ``[B, L, d]``."""
-        query = self.cover_query(labels)  # [B, K, N, c]
-        key = self.cover_key(states)  # [B, L, c]
-        match = torch.einsum("bknc,blc->bknl", query, key) / math.sqrt(query.shape[-1])
-        match = match.masked_fill(~attention_mask.bool()[:, None, None, :], float("-inf"))
-        best = match.amax(-1).masked_fill(~label_mask, 0.0)  # [B, K, N]
-        count = label_mask.sum(-1)
-        least = best.masked_fill(~label_mask, float("inf")).amin(-1)
-        least = torch.where(count > 0, least, torch.zeros_like(least))
-        mean = best.sum(-1) / count.clamp(min=1).to(best.dtype)
-        return torch.stack([least, mean], dim=-1)
-
 
 def upgrade_head_state(state: dict[str, torch.Tensor], prefix: str = "pointer_head.") -> None:
-    """In place: a head saved before a feature of today's becomes this one with that feature's
-    weights at 0, so it scores every element exactly as it did: the goal-named share
-    (``geometry``, 5 inputs, before ``features``) and the coverage (``cover*``)."""
+    """In place: a head saved before the goal-named feature (``geometry``, 5 inputs) becomes
+    this one with that feature's weights at 0, so it scores every element exactly as it did."""
     old = state.pop(prefix + "geometry.weight", None)
     if old is not None:
         pad = old.new_zeros((old.shape[0], FEATURES - old.shape[1]))
         state[prefix + "features.weight"] = torch.cat([old, pad], dim=1)
         state[prefix + "features.bias"] = state.pop(prefix + "geometry.bias")
-    features = state.get(prefix + "features.weight")
-    if features is not None and prefix + "cover.weight" not in state:
-        d_model = features.shape[0]
-        state[prefix + "cover_query.weight"] = features.new_zeros((COVER_DIM, d_model))
-        state[prefix + "cover_key.weight"] = features.new_zeros((COVER_DIM, d_model))
-        state[prefix + "cover.weight"] = features.new_zeros((d_model, 2))
-        state[prefix + "cover.bias"] = features.new_zeros((d_model,))
 
 
 def completion(element: Element) -> str:

@@ -15,10 +15,7 @@ from distrl_tasks.agents.autoui import build_tiny_model
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.grammar import TOUCH_MARK, grammar_for
 from distrl_tasks.agents.pointer import (
-    COVER_DIM,
     FEATURES,
-    PointerHead,
-    PointerInputs,
     choice_targets,
     completion,
     goal_named_share,
@@ -351,79 +348,6 @@ def test_a_head_saved_before_the_goal_named_feature_loads_and_scores_as_before(
         loaded.pointer_head.features.weight, model.pointer_head.features.weight
     )
     obs = _observations(3, model.image_dim, "all")  # "open settings" names an element
-    actions = [format_action(tap(0.71, 0.31))] * 3
-    again = AutoUIPolicy(loaded, tokenizer, grammar=policy.grammar, decoder="fast")
-    torch.testing.assert_close(again.pointer_loss(obs, actions), policy.pointer_loss(obs, actions))
-
-
-def test_coverage_is_each_label_ids_best_prompt_match_least_and_mean() -> None:
-    head = PointerHead(COVER_DIM)
-    with torch.no_grad():  # query and key as the identity: a match is a dot product / 8
-        head.cover_query.weight.copy_(torch.eye(COVER_DIM))
-        head.cover_key.weight.copy_(torch.eye(COVER_DIM))
-    e = torch.eye(COVER_DIM)
-    # the prompt holds ids 0 and 1 (twice as strong), and a masked position that would match 2
-    states = torch.stack([8 * e[0], 16 * e[1], 8 * e[2]])[None]  # [1, 3, d]
-    mask = torch.tensor([[True, True, False]])
-    # element 0 reads ids (0, 1): both in the prompt; element 1 reads (0, 2): 2 is missing;
-    # element 2 has no label
-    labels = torch.stack(
-        [torch.stack([e[0], e[1]]), torch.stack([e[0], e[2]]), torch.zeros(2, COVER_DIM)]
-    )[None]  # [1, 3, 2, d]
-    label_mask = torch.tensor([[[True, True], [True, True], [False, False]]])
-    cover = head._coverage(labels, states, mask, label_mask)
-    # id 0 matches 8 * 1 / 8 = 1, id 1 matches 16 / 8 = 2, id 2 matches nothing unmasked: 0
-    torch.testing.assert_close(cover, torch.tensor([[[1.0, 1.5], [0.0, 0.5], [0.0, 0.0]]]))
-
-
-def test_fitting_the_coverage_alone_tells_new_tab_from_new_incognito_tab() -> None:
-    """The Chrome menu's case: the goal names "new" and "tab" alone or with "incognito", the
-    screen offers "New tab" and "New incognito tab", no goal-named share. Fitting the coverage's
-    weights alone (and the final score) picks the right element for each goal."""
-    torch.manual_seed(0)
-    d = COVER_DIM
-    embed = torch.nn.Embedding(4, d)  # ids: 0 pad, 1 "new", 2 "tab", 3 "incognito"
-    states = torch.zeros(2, 3, d)  # the two goals' prompt states
-    states[0, :2] = embed(torch.tensor([1, 2])).detach()
-    states[1] = embed(torch.tensor([1, 3, 2])).detach()
-    mask = torch.tensor([[True, True, False], [True, True, True]])
-    ids = torch.tensor([[1, 2, 0], [1, 3, 2]]).expand(2, 2, 3)  # both rows offer both elements
-    inputs = PointerInputs(
-        label_ids=ids,
-        label_mask=ids > 0,
-        features=torch.zeros(2, 2, FEATURES),
-        present=torch.ones(2, 2, dtype=torch.bool),
-    )
-    target = torch.tensor([0, 1])  # plain goal -> "New tab", incognito goal -> "New incognito tab"
-    head = PointerHead(d)
-    torch.nn.init.zeros_(head.query.weight)  # attention spread evenly: no element looks for a word
-    trained = [head.cover_query, head.cover_key, head.cover, head.score]
-    opt = torch.optim.Adam([p for m in trained for p in m.parameters()], lr=1e-2)
-    for _ in range(150):
-        logits = head(embed, states, mask, inputs, detach_base=True)[:, :2]
-        loss = torch.nn.functional.cross_entropy(logits, target)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    chosen = head(embed, states, mask, inputs)[:, :2].softmax(-1).detach()
-    assert chosen[0, 0] > 0.9 and chosen[1, 1] > 0.9
-
-
-def test_a_head_saved_before_the_coverage_loads_and_scores_as_before(tmp_path: Path) -> None:
-    model, tokenizer = _tiny()
-    policy = _pointing_policy(model, tokenizer, "fast")
-    with torch.no_grad():
-        model.pointer_head.cover.weight.zero_()  # what the old head did not have
-        model.pointer_head.cover.bias.zero_()
-    save_checkpoint(model, tokenizer, tmp_path)
-    state = load_file(tmp_path / "model.safetensors")
-    for name in ("cover_query.weight", "cover_key.weight", "cover.weight", "cover.bias"):
-        del state[f"pointer_head.{name}"]
-    save_file({k: v.contiguous() for k, v in state.items()}, tmp_path / "model.safetensors")
-    loaded, _ = load_checkpoint(tmp_path)
-    assert loaded.pointer_head is not None
-    assert not loaded.pointer_head.cover.weight.any()
-    obs = _observations(3, model.image_dim, "all")
     actions = [format_action(tap(0.71, 0.31))] * 3
     again = AutoUIPolicy(loaded, tokenizer, grammar=policy.grammar, decoder="fast")
     torch.testing.assert_close(again.pointer_loss(obs, actions), policy.pointer_loss(obs, actions))
