@@ -13,7 +13,10 @@ policy in ``--checkpoint`` sampling, in these arms:
 - ``parts+e0.1`` and ``parts+e0.25``: the same plus element exploration with epsilon 0.1 and
   0.25 (a tap on a uniformly drawn element of the screen's UI dump);
 - ``parts+g0.1`` and ``parts+g0.25``: the same epsilons, goal-aware (an element's weight is
-  1 + 4 x the goal's words in its label: ``agent.exploration.element_goal_weight`` 4).
+  1 + 4 x the goal's words in its label: ``agent.exploration.element_goal_weight`` 4);
+- ``pointer1`` and ``pointer2``: ``agent.temperature`` for everything but where a tap goes
+  (the pointer's choice, or written digits), drawn at 1.0 and 2.0
+  (``agent.exploration.coord_temperature``).
 
 Per family it prints the success rate of all sampled episodes and of the episodes that explored
 (an element tap at least once), the figures the learner's exploration target reads
@@ -56,6 +59,8 @@ ARMS: dict[str, tuple[ExplorationConfig | None, float]] = {
                                       text_temperature=0.3), 0.25),
     "parts+g0.1": (ExplorationConfig(**PARTS, element_goal_weight=GOAL_WEIGHT), 0.1),
     "parts+g0.25": (ExplorationConfig(**PARTS, element_goal_weight=GOAL_WEIGHT), 0.25),
+    "pointer1": (ExplorationConfig(coord_temperature=1.0), 0.0),
+    "pointer2": (ExplorationConfig(coord_temperature=2.0), 0.0),
 }  # fmt: skip
 
 
