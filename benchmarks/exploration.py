@@ -16,7 +16,9 @@ policy in ``--checkpoint`` sampling, in these arms:
   1 + 4 x the goal's words in its label: ``agent.exploration.element_goal_weight`` 4);
 - ``pointer1`` and ``pointer2``: ``agent.temperature`` for everything but where a tap goes
   (the pointer's choice, or written digits), drawn at 1.0 and 2.0
-  (``agent.exploration.coord_temperature``).
+  (``agent.exploration.coord_temperature``);
+- ``text1`` and ``type1``: the same for typed text (which span of the goal is typed) and for
+  the plan and action type, drawn at 1.0.
 
 Per family it prints the success rate of all sampled episodes and of the episodes that explored
 (an element tap at least once), the figures the learner's exploration target reads
@@ -61,6 +63,8 @@ ARMS: dict[str, tuple[ExplorationConfig | None, float]] = {
     "parts+g0.25": (ExplorationConfig(**PARTS, element_goal_weight=GOAL_WEIGHT), 0.25),
     "pointer1": (ExplorationConfig(coord_temperature=1.0), 0.0),
     "pointer2": (ExplorationConfig(coord_temperature=2.0), 0.0),
+    "text1": (ExplorationConfig(text_temperature=1.0), 0.0),
+    "type1": (ExplorationConfig(type_temperature=1.0), 0.0),
 }  # fmt: skip
 
 

@@ -61,7 +61,7 @@ class ExplorationConfig:
     probability of what acted under the whole mixture, so importance weights stay right."""
 
     type_temperature: float = 0.0  # plan and action type (0 = agent.temperature)
-    coord_temperature: float = 0.0  # a tap's coordinate digits (0 = agent.temperature)
+    coord_temperature: float = 0.0  # tap target: pointer choice or digits (0 = agent.temperature)
     text_temperature: float = 0.0  # typed text (0 = agent.temperature)
     element_epsilon: float = 0.0  # per step: tap a drawn element of the UI dump instead
     # goal-aware draws: element e weighs 1 + element_goal_weight * (goal words in its label,
