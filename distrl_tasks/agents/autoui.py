@@ -52,6 +52,7 @@ from distrl_tasks.agents.copy_match import (
     WORD_START,
     MatchCache,
     covered,
+    legacy_kinds,
     match_lengths,
     start_kinds,
 )
@@ -81,6 +82,7 @@ def tiny_t5_config(
     copy: bool = True,
     copy_match: int = 8,
     copy_span: bool = True,
+    copy_word_ends: bool = False,
 ) -> T5Config:
     """The embedded default: a few million parameters, trainable from scratch on a CPU.
 
@@ -88,7 +90,9 @@ def tiny_t5_config(
     actor's behaviour log-probs exactly (importance ratios of 1 on-policy). ``copy`` turns on the
     copy head, ``copy_match`` its match bias over runs of up to that many tokens (module
     docstring; 0 = off), ``copy_span`` its span scores (only with the match bias: without it
-    the flag is dropped).
+    the flag is dropped), ``copy_word_ends`` the span scores' word starts read from pieces that
+    end a word and from apostrophes (:func:`~.copy_match.start_kinds`; off: as models trained
+    before it read them, :func:`~.copy_match.legacy_kinds`).
     """
     copy_span = bool(copy_span and copy and copy_match)  # span scores extend the match bias
     return T5Config(
@@ -110,6 +114,7 @@ def tiny_t5_config(
         copy_attention=copy,
         copy_match=copy_match if copy else 0,
         copy_span=copy_span,
+        copy_word_ends=bool(copy_word_ends and copy_span),
     )
 
 
@@ -154,6 +159,7 @@ class AutoUIModel(nn.Module):
             self.copy_match_bias = nn.Parameter(lengths.clone())
             self.copy_gate_match = nn.Parameter(torch.zeros(self.copy_match + 1))
         self.copy_span = bool(getattr(config, "copy_span", False)) and self.copy_match > 0
+        self.copy_word_ends = self.copy_span and bool(getattr(config, "copy_word_ends", False))
         if self.copy_span:
             # priors: a copy rarely starts inside a word and never re-types what is written
             start = torch.zeros(3)
@@ -201,7 +207,7 @@ class AutoUIModel(nn.Module):
             return
         full = torch.full((self.vocab_size,), SYMBOL, dtype=torch.long)
         n = min(len(kinds), self.vocab_size)
-        full[:n] = kinds[:n]
+        full[:n] = kinds[:n] if self.copy_word_ends else legacy_kinds(kinds[:n])
         self.copy_piece_kinds.copy_(full.to(self.copy_piece_kinds.device))
 
     @property

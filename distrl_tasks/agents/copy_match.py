@@ -94,32 +94,67 @@ class MatchCache:
 
 # start kinds of a prompt position (indices of the learnt ``copy_start_bias``)
 INSIDE_WORD, WORD_START, SYMBOL = 0, 1, 2
+# kinds a vocabulary id may have besides those, which start_kinds reads and maps onto them: a
+# word's piece that ends in a space (``word▁``; START_ENDS: `` word▁``), and an apostrophe, which
+# is inside a word between letters ("Lowe's") and a quote elsewhere ("'razer'")
+INSIDE_ENDS, START_ENDS, APOSTROPHE = 3, 4, 5
+APOSTROPHES = "'\u2019"
 
 
 def piece_kinds(token_texts: list[str]) -> torch.Tensor:
     """Kind of every vocabulary id from the text it writes: ``[V]`` long.
 
-    A piece without a letter or digit (punctuation, quotes, spaces, specials: ``""``) is
-    :data:`SYMBOL`; one that begins with a space (SentencePiece's word-initial pieces) is
-    :data:`WORD_START`; the rest continue a word (:data:`INSIDE_WORD`). Byte-level vocabularies
-    give letters :data:`INSIDE_WORD` and let :func:`start_kinds` find the starts.
+    A piece that is an apostrophe is :data:`APOSTROPHE`; one without a letter or digit
+    (punctuation, quotes, spaces, specials: ``""``) is :data:`SYMBOL`; one that begins with a
+    space (a word-initial ``▁word`` piece) is :data:`WORD_START`, or :data:`START_ENDS` if it
+    also ends in one; one that ends in a space (a ``word▁`` piece, as our whitespace-as-suffix
+    vocabularies write every word's last piece) is :data:`INSIDE_ENDS`; the rest continue a word
+    (:data:`INSIDE_WORD`). Byte-level vocabularies give letters :data:`INSIDE_WORD` and let
+    :func:`start_kinds` find the starts.
     """
-    kinds = [
-        SYMBOL if not any(c.isalnum() for c in text)
-        else WORD_START if text[0].isspace()
-        else INSIDE_WORD
-        for text in token_texts
-    ]  # fmt: skip
-    return torch.tensor(kinds, dtype=torch.long)
+
+    def kind(text: str) -> int:
+        if text and all(c in APOSTROPHES for c in text):
+            return APOSTROPHE
+        if not any(c.isalnum() for c in text):
+            return SYMBOL
+        if text[0].isspace():
+            return START_ENDS if text[-1].isspace() else WORD_START
+        return INSIDE_ENDS if text[-1].isspace() else INSIDE_WORD
+
+    return torch.tensor([kind(t) for t in token_texts], dtype=torch.long)
+
+
+def legacy_kinds(kinds: torch.Tensor) -> torch.Tensor:
+    """``kinds`` as models trained before word ends and apostrophes were told apart read them
+    (``copy_word_ends`` off): a ``word▁`` piece continues a word, `` word▁`` starts one, an
+    apostrophe is a symbol. With these, :func:`start_kinds` marks a word start only after a
+    symbol, so in a whitespace-as-suffix vocabulary "Lowe's" starts at its "s"."""
+    mapped = torch.where(kinds == INSIDE_ENDS, INSIDE_WORD, kinds)
+    mapped = torch.where(mapped == START_ENDS, WORD_START, mapped)
+    return torch.where(mapped == APOSTROPHE, SYMBOL, mapped)
 
 
 def start_kinds(source_ids: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
-    """Start kind of every prompt position ``[B, L]``: the piece's own kind, except that a piece
-    continuing a word right after a symbol or at the prompt's start begins a word (``"razer`` is
-    a quote piece, then ``razer``)."""
+    """Start kind of every prompt position ``[B, L]`` (:data:`INSIDE_WORD`, :data:`WORD_START`
+    or :data:`SYMBOL`), from the pieces' kinds (:func:`piece_kinds`): a piece continuing a word
+    begins one where a word ended just before it: at the prompt's start, after a symbol, after a
+    piece that ends in a space (``nearest▁`` then ``L``), or after an apostrophe that does not
+    follow letters (a quote: ``'`` then ``razer``, but not ``Lowe`` ``'`` ``s``)."""
     own = kinds[source_ids]
     before = F.pad(own[:, :-1], (1, 0), value=SYMBOL)
-    return torch.where((own == INSIDE_WORD) & (before == SYMBOL), WORD_START, own)
+    two_before = F.pad(own[:, :-2], (2, 0), value=SYMBOL)
+    start = torch.where(own == START_ENDS, WORD_START, own)
+    start = torch.where(start == INSIDE_ENDS, INSIDE_WORD, start)
+    start = torch.where(start == APOSTROPHE, SYMBOL, start)
+    letters = (two_before == INSIDE_WORD) | (two_before == WORD_START)  # no space before the '
+    ended = (
+        (before == SYMBOL)
+        | (before == INSIDE_ENDS)
+        | (before == START_ENDS)
+        | ((before == APOSTROPHE) & ~letters)
+    )
+    return torch.where((start == INSIDE_WORD) & ended, WORD_START, start)
 
 
 def covered(

@@ -39,12 +39,13 @@ _ARCH_KEYS = (
     "copy_attention",
     "copy_match",
     "copy_span",
+    "copy_word_ends",
     "pointer",
 )
 # keys that configs written before them lack, with the value that absence means
-_ARCH_DEFAULTS: dict[str, Any] = {"copy_span": False, "pointer": False}
-# optional heads: a card records them, and the code builds a model with or without them
-_OPTIONAL_KEYS = ("pointer",)
+_ARCH_DEFAULTS: dict[str, Any] = {"copy_span": False, "copy_word_ends": False, "pointer": False}
+# optional parts: a card records them, and the code builds a model with or without them
+_OPTIONAL_KEYS = ("pointer", "copy_word_ends")
 
 
 class BaseCheckpointError(CheckpointError):

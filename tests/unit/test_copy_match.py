@@ -9,11 +9,15 @@ import torch
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.copy_match import (
+    APOSTROPHE,
+    INSIDE_ENDS,
     INSIDE_WORD,
+    START_ENDS,
     SYMBOL,
     WORD_START,
     MatchCache,
     covered,
+    legacy_kinds,
     match_lengths,
     piece_kinds,
     start_kinds,
@@ -110,6 +114,47 @@ def test_start_kinds_begin_words_after_symbols() -> None:
         [WORD_START, INSIDE_WORD, SYMBOL, WORD_START, INSIDE_WORD, SYMBOL],
         [WORD_START, INSIDE_WORD, WORD_START, SYMBOL, SYMBOL, SYMBOL],  # prompt start begins one
     ]
+
+
+def test_start_kinds_of_a_whitespace_as_suffix_vocabulary_and_apostrophes() -> None:
+    # the shipped vocabulary's pieces for "the nearest Lowe's? 'razer'": a word's last piece
+    # carries its space, and an apostrophe is inside a word or a quote depending on what it follows
+    texts = ["", "the ", "nearest ", "L", "o", "we", "'", "s", "? ", "razer", " x "]
+    kinds = piece_kinds(texts)
+    assert kinds.tolist() == [
+        SYMBOL, INSIDE_ENDS, INSIDE_ENDS, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, APOSTROPHE,
+        INSIDE_WORD, SYMBOL, INSIDE_WORD, START_ENDS,
+    ]  # fmt: skip
+    lowes = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8, 6, 9, 6]])  # ... Lowe's? 'razer'
+    assert start_kinds(lowes, kinds).tolist() == [[
+        WORD_START, WORD_START, WORD_START, INSIDE_WORD, INSIDE_WORD, SYMBOL,
+        INSIDE_WORD,  # the "s" of Lowe's continues its word
+        SYMBOL, SYMBOL,
+        WORD_START,  # "razer" after an opening quote begins one
+        SYMBOL,
+    ]]  # fmt: skip
+    after_space = torch.tensor([[10, 6, 9]])  # " x " then a quote: the quote follows no letter
+    assert start_kinds(after_space, kinds).tolist() == [[WORD_START, SYMBOL, WORD_START]]
+    # as models trained before word ends were read: only the piece after a symbol starts a word
+    assert start_kinds(lowes, legacy_kinds(kinds)).tolist() == [[
+        WORD_START, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, SYMBOL,
+        WORD_START, SYMBOL, SYMBOL, WORD_START, SYMBOL,
+    ]]  # fmt: skip
+
+
+def test_a_model_reads_word_ends_only_when_its_config_says_so() -> None:
+    texts = ["", "", "", "nearest ", "L", "'", "s"]
+    cases = {
+        True: [INSIDE_ENDS, INSIDE_WORD, APOSTROPHE, INSIDE_WORD],
+        False: [INSIDE_WORD, INSIDE_WORD, SYMBOL, INSIDE_WORD],
+    }
+    for word_ends, expected in cases.items():
+        config = tiny_t5_config(16, d_model=64, layers=1, copy_word_ends=word_ends)
+        model = AutoUIModel(config, image_dim=8)
+        assert model.copy_word_ends is word_ends
+        model.set_piece_kinds(piece_kinds(texts))
+        assert model.copy_piece_kinds.tolist()[3:7] == expected
+    assert tiny_t5_config(16, copy_match=0, copy_word_ends=True).copy_word_ends is False
 
 
 def test_coverage_by_hand() -> None:
