@@ -23,6 +23,7 @@ from distrl_tasks.agents.copy_match import (
     start_kinds,
 )
 from distrl_tasks.agents.policy import AutoUIPolicy
+from distrl_tasks.agents.shipped_base import SHIPPED, load_base
 from distrl_tasks.agents.tokenizer import ByteTokenizer
 
 
@@ -230,3 +231,12 @@ def test_policy_sets_start_kinds_and_the_checkpoint_keeps_them(tmp_path: Path) -
     assert loaded.copy_span and bool(loaded.config.copy_span)
     assert torch.equal(loaded.copy_piece_kinds, kinds)
     assert float(loaded.copy_cover_bias.detach()) == -5.0
+
+
+def test_the_shipped_base_reads_its_word_starts_as_it_was_trained() -> None:
+    model, tokenizer, card = load_base(SHIPPED)
+    assert card["model_config"].get("copy_word_ends") is None and not model.copy_word_ends
+    AutoUIPolicy(model, tokenizer)  # sets the piece kinds from its tokenizer
+    lowes = torch.tensor([tokenizer.encode("the nearest Lowe's")])
+    kinds = start_kinds(lowes, model.copy_piece_kinds)[0].tolist()
+    assert kinds[-1] == WORD_START and kinds.count(WORD_START) == 2  # the prompt's start, and "s"
