@@ -143,7 +143,7 @@ def start_kinds(source_ids: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
     follow letters (a quote: ``'`` then ``razer``, but not ``Lowe`` ``'`` ``s``)."""
     own = kinds[source_ids]
     before = F.pad(own[:, :-1], (1, 0), value=SYMBOL)
-    two_before = F.pad(own[:, :-2], (2, 0), value=SYMBOL)
+    two_before = F.pad(before[:, :-1], (1, 0), value=SYMBOL)
     start = torch.where(own == START_ENDS, WORD_START, own)
     start = torch.where(start == INSIDE_ENDS, INSIDE_WORD, start)
     start = torch.where(start == APOSTROPHE, SYMBOL, start)

@@ -136,6 +136,7 @@ def test_start_kinds_of_a_whitespace_as_suffix_vocabulary_and_apostrophes() -> N
     ]]  # fmt: skip
     after_space = torch.tensor([[10, 6, 9]])  # " x " then a quote: the quote follows no letter
     assert start_kinds(after_space, kinds).tolist() == [[WORD_START, SYMBOL, WORD_START]]
+    assert start_kinds(torch.tensor([[3]]), kinds).tolist() == [[WORD_START]]  # one piece
     # as models trained before word ends were read: only the piece after a symbol starts a word
     assert start_kinds(lowes, legacy_kinds(kinds)).tolist() == [[
         WORD_START, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, SYMBOL,
