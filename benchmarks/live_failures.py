@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -28,7 +30,7 @@ import torch
 
 from distrl_tasks.agents.image_encoders import build_image_encoder
 from distrl_tasks.agents.policy import build_policy
-from distrl_tasks.config import load_config, parse_override
+from distrl_tasks.config import Config, load_config, parse_override
 from distrl_tasks.envs.adb_device import AdbDevice
 from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.sim.dynamics.catalog import PERTURBATIONS
@@ -40,6 +42,20 @@ from distrl_tasks.tasks.taskset import load_goals
 BLOCKERS = frozenset(
     p.name for p in PERTURBATIONS if p.family == "interruption" and p.name != "heads_up"
 )
+
+
+@contextlib.contextmanager
+def one_device(
+    cfg: Config, task_set: str, dynamics: str, seed: int
+) -> Iterator[tuple[AdbDevice, AndroidEnv]]:
+    """One simulated device under ``dynamics`` and the environment a policy acts through on it
+    (offering the screen's elements, for agent.pointer)."""
+    with running_farm(devices=1, seed=seed, sim_cfg=cfg.sim, dynamics=dynamics) as farm:
+        device = AdbDevice(farm.serials[0], farm.host, farm.port, timeout_s=20)
+        encoder = build_image_encoder(cfg.agent)
+        elements = cfg.agent.tap_elements
+        env = AndroidEnv(device, encoder, cfg.env, task_set=task_set, pointer_elements=elements)
+        yield device, env
 
 
 def failure_cause(screens: list[tuple[tuple[str, ...], str]], blocked: int) -> str:
@@ -76,15 +92,7 @@ def main() -> None:
     policy.max_new_tokens = decode_budget(policy)
     goals = load_goals(args.task_set, "test")[: args.goals]
     causes: collections.Counter[str] = collections.Counter()
-    with running_farm(devices=1, seed=args.seed, sim_cfg=cfg.sim, dynamics=args.dynamics) as farm:
-        device = AdbDevice(farm.serials[0], farm.host, farm.port, timeout_s=20)
-        env = AndroidEnv(
-            device,
-            build_image_encoder(cfg.agent),
-            cfg.env,
-            task_set=args.task_set,
-            pointer_elements=cfg.agent.tap_elements,  # the screen's elements when agent.pointer
-        )
+    with one_device(cfg, args.task_set, args.dynamics, args.seed) as (device, env):
         for goal in goals:
             obs, screens, done, success = env.reset(goal), [], False, False
             while not done:

@@ -23,15 +23,12 @@ import os
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 import torch
+from live_failures import one_device
 
-from distrl_tasks.agents.image_encoders import build_image_encoder
 from distrl_tasks.agents.policy import build_policy
 from distrl_tasks.config import load_config, parse_override
-from distrl_tasks.envs.adb_device import AdbDevice
-from distrl_tasks.envs.android_env import AndroidEnv
 from distrl_tasks.protocol.files import atomic_write_text
 from distrl_tasks.stages.evaluate import decode_budget
-from distrl_tasks.tasks.goal_farms import running_farm
 from distrl_tasks.tasks.parse import parse_goal
 from distrl_tasks.tasks.taskset import load_goals
 
@@ -80,15 +77,7 @@ def main() -> None:
 
     policy._choice_log_probs = recording  # type: ignore[method-assign]
     episodes = []
-    with running_farm(devices=1, seed=args.seed, sim_cfg=cfg.sim, dynamics=args.dynamics) as farm:
-        device = AdbDevice(farm.serials[0], farm.host, farm.port, timeout_s=20)
-        env = AndroidEnv(
-            device,
-            build_image_encoder(cfg.agent),
-            cfg.env,
-            task_set=args.task_set,
-            pointer_elements=cfg.agent.tap_elements,
-        )
+    with one_device(cfg, args.task_set, args.dynamics, args.seed) as (_device, env):
         for goal in goals:
             obs, done, success, steps = env.reset(goal), False, False, []
             print(f"== {goal}", flush=True)
