@@ -436,9 +436,20 @@ def clipped_surrogate(
     return loss, (clipped * real).sum() / n
 
 
+KL_LOG_RATIO_CLAMP = 20.0  # |r_t| cap before exp, so a step the policy has left never overflows
+KL_STEP_CLAMP = 10.0  # cap on one step's estimate: such a step stops pulling instead of exploding
+
+
 def kl_k3(log_probs: Tensor, reference_log_probs: Tensor, mask: Tensor) -> Tensor:
     """Schulman's unbiased, non-negative estimator of KL(pi || ref) on sampled actions:
-    ``mean_t exp(r_t) - r_t - 1`` with ``r_t = log ref - log pi`` (``[B, T]``, real steps)."""
-    r = reference_log_probs.detach() - log_probs
+    ``mean_t min(exp(r_t) - r_t - 1, 10)`` with ``r_t = clamp(log ref - log pi, -20, 20)``
+    (``[B, T]``, real steps).
+
+    An action's log-prob sums its tokens, so ``r_t`` of a step the policy has moved away from
+    reaches tens of nats and ``exp(r_t)`` would dominate (or overflow) the loss; the clamps (as
+    verl's ``low_var_kl``) bound each step's term and leave ordinary steps exactly as before.
+    """
+    r = (reference_log_probs.detach() - log_probs).clamp(-KL_LOG_RATIO_CLAMP, KL_LOG_RATIO_CLAMP)
     real = mask.to(log_probs.dtype)
-    return ((torch.exp(r) - r - 1) * real).sum() / real.sum().clamp(min=1)
+    per_step = (torch.exp(r) - r - 1).clamp(max=KL_STEP_CLAMP)
+    return (per_step * real).sum() / real.sum().clamp(min=1)

@@ -54,3 +54,21 @@ def test_kl_k3_hand_computed_and_zero_on_equal_policies() -> None:
     # r = log(.25 / .5) = -log 2: exp(r) - r - 1 = .5 + log 2 - 1
     assert float(F.kl_k3(lp, ref, mask)) == pytest.approx(0.5 + math.log(2) - 1)
     assert float(F.kl_k3(lp, lp, torch.ones(1, 2, dtype=torch.bool))) == 0.0
+
+
+def test_kl_k3_bounds_a_step_the_policy_has_left() -> None:
+    # r = 30 nats: exp(30) would swamp the loss; the step's term stops at 10, with no gradient
+    lp = torch.tensor([[-31.0, math.log(0.5)]], requires_grad=True)
+    ref = torch.tensor([[-1.0, math.log(0.25)]])
+    mask = torch.ones(1, 2, dtype=torch.bool)
+    kl = F.kl_k3(lp, ref, mask)
+    assert float(kl) == pytest.approx((10.0 + 0.5 + math.log(2) - 1) / 2)
+    kl.backward()
+    assert lp.grad is not None and float(lp.grad[0, 0]) == 0.0
+    # the ordinary step keeps its gradient: d/dlp (exp(r) - r - 1) / 2 = (1 - exp(r)) / 2 = .25
+    assert float(lp.grad[0, 1]) == pytest.approx(0.25)
+    # r = -30 (pi far above ref): clamped at -20, term -exp(-20) + 20 - 1 ~ 19 -> 10
+    far = F.kl_k3(
+        torch.tensor([[-1.0]]), torch.tensor([[-31.0]]), torch.ones(1, 1, dtype=torch.bool)
+    )
+    assert float(far) == pytest.approx(10.0)
