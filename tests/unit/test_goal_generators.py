@@ -95,23 +95,6 @@ def test_balanced_corpus_gives_every_family_its_share() -> None:
     assert balanced_corpus("general", 3000, 8, seed=0, extra=extra) == corpus
 
 
-def test_balanced_corpus_spreads_a_family_evenly_over_its_tasks() -> None:
-    # four Chrome tasks; the incognito ones have twice the wordings (incognito/private) but
-    # get no more demonstrations than a plain new tab or window
-    corpus = balanced_corpus("general", 3000, 8, seed=0, extra=load_goals("general", "train"))
-    chrome = [parse_goal(g) for g in corpus.train if parse_goal(g).family == "chrome_new"]
-    per_task = Counter((t.params["kind"], t.params["incognito"]) for t in chrome)
-    assert sorted(per_task) == [("tab", "0"), ("tab", "1"), ("window", "0"), ("window", "1")]
-    assert max(per_task.values()) - min(per_task.values()) <= 1
-    # the wordings of one task still take turns
-    plain_tab = [
-        g
-        for g, t in zip(corpus.train, map(parse_goal, corpus.train), strict=True)
-        if t.family == "chrome_new" and t.params == {"kind": "tab", "incognito": "0"}
-    ]
-    assert len(set(plain_tab)) > 1
-
-
 def test_balanced_corpus_quotas_sum_exactly_and_text_only_exclusion() -> None:
     corpus = balanced_corpus("general", 31, 1, seed=2)
     assert len(corpus.train) == 31

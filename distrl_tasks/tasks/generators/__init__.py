@@ -393,8 +393,7 @@ def balanced_corpus(
     test goal of both task sets, text only), so a slot-free family such as "open a new Chrome
     tab" keeps the wordings the test file lacks. Up to ``heldout_per_family`` texts of each pool
     (a third of it at most, one of a pool of two) are held out; the rest are repeated as needed
-    to fill the family's share, so a family with few wordings still gets its demonstrations,
-    evenly over its distinct tasks (:func:`_spread_over_tasks`).
+    to fill the family's share, so a family with few wordings still gets its demonstrations.
 
     Raises:
         ValueError: unknown task set, negative sizes, or a family with no goal left to train on.
@@ -438,31 +437,12 @@ def balanced_corpus(
         held, rest = pool[:n_held], pool[n_held:]
         if quota and not rest:
             raise ValueError(f"family {family}: no goal left to train on (all are test goals)")
-        chosen = _spread_over_tasks(family, rest, quota)
+        chosen = [rest[i % len(rest)] for i in range(quota)] if rest else []
         train += chosen
         heldout += held
         families[family] = {"train": len(chosen), "distinct": len(set(chosen)), "heldout": n_held}
     rng.shuffle(train)
     return Corpus(train=train, heldout=heldout, families=families)
-
-
-def _spread_over_tasks(family: str, goals: Sequence[str], n: int) -> list[str]:
-    """``n`` goals drawn in turn from each distinct task of ``goals`` (its ``(family, params)``),
-    then in turn from each task's wordings.
-
-    A task that the patterns can word many ways (an incognito tab: incognito or private, tab or
-    window) would otherwise outnumber one they word few ways (a plain new tab) in the
-    demonstrations. Where every goal is its own task this is ``goals`` repeated in order.
-    """
-    by_task: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
-    for goal in goals:
-        task = parse_goal(goal)
-        by_task.setdefault(task_key(family, task.params), []).append(goal)
-    wordings = list(by_task.values())
-    if not wordings:
-        return []
-    return [wordings[i % len(wordings)][(i // len(wordings)) % len(wordings[i % len(wordings)])]
-            for i in range(n)]  # fmt: skip
 
 
 def _quotas(shares: Mapping[str, float], n: int) -> dict[str, int]:
