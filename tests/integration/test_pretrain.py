@@ -67,8 +67,8 @@ def test_pretrain_writes_a_loadable_base_with_its_card(tmp_path: Path) -> None:
     assert not list(out.parent.glob(f".{out.name}{TEMP_MARKER}*"))  # no scratch left beside it
     loaded = load_base(str(out))
     assert loaded is not None and loaded[2]["corpus"]["sha256"] == card["corpus"]["sha256"]
-    # a new base reads the copy's word starts from word ends (the shipped one predates it)
-    assert card["model_config"]["copy_word_ends"] is True and loaded[0].copy_word_ends
+    # agent.pretrain.copy_word_ends is off by default: the copy's word starts as the shipped base's
+    assert not card["model_config"].get("copy_word_ends") and not loaded[0].copy_word_ends
     # rerun: goal files and demonstrations are reused, so the corpus is the same
     again = pretrain.run(cfg, workdir=tmp_path, out=out, seed=1)
     assert again["corpus"]["sha256"] == card["corpus"]["sha256"]
