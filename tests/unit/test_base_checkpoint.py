@@ -35,7 +35,7 @@ def test_shipped_base_loads_and_its_card_matches_the_code() -> None:
     assert card_model_config(model.config) == recorded
     # the shipped base carries the tap-target pointer's head, fitted onto its weights
     assert recorded["pointer"] is True and model.pointer_head is not None
-    assert card["pointer"]["corpus_sha256"] and card["skills_without_pointer"]
+    assert card["pointer"]["corpus_sha256"] == card["corpus"]["sha256"]  # fitted on its corpus
     assert model.copy_match > 0 and tokenizer.kind == "sentencepiece"
     for key in ("command", "corpus", "seed", "training", "skills", "wall_s"):
         assert key in card, key

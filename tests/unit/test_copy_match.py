@@ -236,7 +236,7 @@ def test_policy_sets_start_kinds_and_the_checkpoint_keeps_them(tmp_path: Path) -
 
 def test_the_shipped_base_reads_its_word_starts_as_it_was_trained() -> None:
     model, tokenizer, card = load_base(SHIPPED)
-    assert card["model_config"].get("copy_word_ends") is None and not model.copy_word_ends
+    assert not card["model_config"].get("copy_word_ends") and not model.copy_word_ends
     AutoUIPolicy(model, tokenizer)  # sets the piece kinds from its tokenizer
     lowes = torch.tensor([tokenizer.encode("the nearest Lowe's")])
     kinds = start_kinds(lowes, model.copy_piece_kinds)[0].tolist()
