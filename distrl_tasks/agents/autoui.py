@@ -30,10 +30,11 @@ longest such run, so a started copy keeps its place in the goal. With it the dec
 
 Span scores (config ``copy_span: true``, needs the match bias): a prompt position that no run
 continues gets ``u[kind(i)] + c * covered(t, i)``, a learnt score per start kind (inside a word,
-word start, symbol) and a learnt coverage score (:mod:`distrl_tasks.agents.copy_match`), so
-copies start at word starts and do not restart an entity already typed. The kind of every
-vocabulary id comes from the tokenizer (:meth:`AutoUIModel.set_piece_kinds`, which
-:class:`~distrl_tasks.agents.policy.AutoUIPolicy` calls) and is saved with the weights.
+word start, symbol; with ``copy_word_ends`` a word begun by a space apart) and a learnt
+coverage score (:mod:`distrl_tasks.agents.copy_match`), so copies start at word starts and do
+not restart an entity already typed. The kind of every vocabulary id comes from the tokenizer
+(:meth:`AutoUIModel.set_piece_kinds`, which :class:`~distrl_tasks.agents.policy.AutoUIPolicy`
+calls) and is saved with the weights.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class AutoUIModel(nn.Module):
         self.copy_word_ends = self.copy_span and bool(getattr(config, "copy_word_ends", False))
         if self.copy_span:
             # priors: a copy rarely starts inside a word and never re-types what is written
-            start = torch.zeros(3)
+            start = torch.zeros(4 if self.copy_word_ends else 3)  # SPACED_START: word ends
             start[INSIDE_WORD], start[SYMBOL] = -2.0, -1.0
             self.copy_start_bias = nn.Parameter(start)
             self.copy_cover_bias = nn.Parameter(torch.tensor([-2.0]))
@@ -306,7 +307,7 @@ class AutoUIModel(nn.Module):
     ) -> torch.Tensor:
         """The span scores ``[B, T, L]`` (module docstring): at positions no run continues
         (``match == 0``), the start kind's score plus the coverage score where covered."""
-        kind = start_kinds(source_ids, self.copy_piece_kinds)  # [B, L]
+        kind = start_kinds(source_ids, self.copy_piece_kinds, spaced=self.copy_word_ends)
         start = self.copy_start_bias.float()[kind].unsqueeze(1)  # [B, 1, L]
         score = start + self.copy_cover_bias.float() * cover.float()
         return score.masked_fill(match > 0, 0.0)

@@ -24,6 +24,7 @@ from safetensors.torch import load, save, save_file
 from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, lm_head_is_tied
+from distrl_tasks.agents.copy_match import upgrade_start_bias
 from distrl_tasks.agents.pointer import upgrade_head_state
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer, Tokenizer
 from distrl_tasks.protocol.files import atomic_copy, atomic_write, read_json_object, temp_name
@@ -215,6 +216,8 @@ def load_checkpoint(
     if model.tied != lm_head_is_tied(t5):
         raise CheckpointError(f"{where}: inconsistent tie_word_embeddings")
     tokenizer.output_mask(model.vocab_size)  # raises if the tokenizer outgrows the model
+    if model.copy_span:  # a copy_word_ends model saved before spaced starts had their own score
+        upgrade_start_bias(state, len(model.copy_start_bias))
     expected = model.state_dict()
     wrong = [
         f"{k}: file {tuple(v.shape)} vs model {tuple(expected[k].shape)}"

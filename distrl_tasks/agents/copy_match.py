@@ -92,8 +92,11 @@ class MatchCache:
         return int(self.history.shape[1])
 
 
-# start kinds of a prompt position (indices of the learnt ``copy_start_bias``)
-INSIDE_WORD, WORD_START, SYMBOL = 0, 1, 2
+# start kinds of a prompt position (indices of the learnt ``copy_start_bias``); SPACED_START, a
+# word that a space begins, is told apart from WORD_START (after a symbol, a quote or nothing)
+# only where word ends are read (``copy_word_ends``): a quoted query starts after its quote,
+# an alarm's hour after a space, and one shared score cannot prefer both
+INSIDE_WORD, WORD_START, SYMBOL, SPACED_START = 0, 1, 2, 3
 # kinds a vocabulary id may have besides those, which start_kinds reads and maps onto them: a
 # word's piece that ends in a space (``word▁``; START_ENDS: `` word▁``), and an apostrophe, which
 # is inside a word between letters ("Lowe's") and a quote elsewhere ("'razer'")
@@ -135,12 +138,18 @@ def legacy_kinds(kinds: torch.Tensor) -> torch.Tensor:
     return torch.where(mapped == APOSTROPHE, SYMBOL, mapped)
 
 
-def start_kinds(source_ids: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
+def start_kinds(
+    source_ids: torch.Tensor, kinds: torch.Tensor, *, spaced: bool = False
+) -> torch.Tensor:
     """Start kind of every prompt position ``[B, L]`` (:data:`INSIDE_WORD`, :data:`WORD_START`
     or :data:`SYMBOL`), from the pieces' kinds (:func:`piece_kinds`): a piece continuing a word
     begins one where a word ended just before it: at the prompt's start, after a symbol, after a
     piece that ends in a space (``nearest▁`` then ``L``), or after an apostrophe that does not
-    follow letters (a quote: ``'`` then ``razer``, but not ``Lowe`` ``'`` ``s``)."""
+    follow letters (a quote: ``'`` then ``razer``, but not ``Lowe`` ``'`` ``s``).
+
+    With ``spaced``, a word begun by a space (a ``▁word`` piece, or any word piece after one that
+    ends in a space) is :data:`SPACED_START` instead, so its score can differ from a start after
+    a symbol or quote."""
     own = kinds[source_ids]
     before = F.pad(own[:, :-1], (1, 0), value=SYMBOL)
     two_before = F.pad(before[:, :-1], (1, 0), value=SYMBOL)
@@ -154,7 +163,21 @@ def start_kinds(source_ids: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
         | (before == START_ENDS)
         | ((before == APOSTROPHE) & ~letters)
     )
-    return torch.where((start == INSIDE_WORD) & ended, WORD_START, start)
+    starts = torch.where((start == INSIDE_WORD) & ended, WORD_START, start)
+    if not spaced:
+        return starts
+    after_space = (before == INSIDE_ENDS) | (before == START_ENDS)
+    by_space = ((start == INSIDE_WORD) & after_space) | (own == WORD_START) | (own == START_ENDS)
+    return torch.where((starts == WORD_START) & by_space, SPACED_START, starts)
+
+
+def upgrade_start_bias(state: dict[str, torch.Tensor], kinds: int) -> None:
+    """Give a ``copy_start_bias`` saved with fewer start kinds than ``kinds`` the new ones, each
+    scored as :data:`WORD_START` was, so a checkpoint from before :data:`SPACED_START` decodes
+    exactly as it did (in place)."""
+    bias = state.get("copy_start_bias")
+    if bias is not None and 0 < bias.shape[0] < kinds:
+        state["copy_start_bias"] = torch.cat([bias, bias[WORD_START].expand(kinds - len(bias))])
 
 
 def covered(

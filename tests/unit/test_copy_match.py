@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
@@ -12,6 +13,7 @@ from distrl_tasks.agents.copy_match import (
     APOSTROPHE,
     INSIDE_ENDS,
     INSIDE_WORD,
+    SPACED_START,
     START_ENDS,
     SYMBOL,
     WORD_START,
@@ -21,6 +23,7 @@ from distrl_tasks.agents.copy_match import (
     match_lengths,
     piece_kinds,
     start_kinds,
+    upgrade_start_bias,
 )
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.agents.shipped_base import SHIPPED, load_base
@@ -142,6 +145,59 @@ def test_start_kinds_of_a_whitespace_as_suffix_vocabulary_and_apostrophes() -> N
         WORD_START, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, SYMBOL,
         WORD_START, SYMBOL, SYMBOL, WORD_START, SYMBOL,
     ]]  # fmt: skip
+
+
+def test_spaced_starts_apart_from_starts_after_a_symbol_or_quote() -> None:
+    # "for 6pm 'razer x'": the hour begins after a space, the quoted query after its quote
+    texts = ["", "for ", "6", "pm ", "'", "razer ", "x", "'", " y"]
+    kinds = piece_kinds(texts)
+    src = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    assert start_kinds(src, kinds, spaced=True).tolist() == [[
+        WORD_START,  # the prompt's start
+        SPACED_START,  # "6" after "for "
+        INSIDE_WORD,  # "pm" continues "6pm"
+        SYMBOL,
+        WORD_START,  # "razer" after the opening quote
+        SPACED_START,  # "x" after "razer "
+        SYMBOL,
+        SPACED_START,  # a " y" piece begins with its own space
+    ]]  # fmt: skip
+    plain = start_kinds(src, kinds).tolist()[0]
+    assert plain == [WORD_START, WORD_START, INSIDE_WORD, SYMBOL, WORD_START, WORD_START,
+                     SYMBOL, WORD_START]  # fmt: skip
+
+
+def test_a_word_ends_model_scores_spaced_starts_on_their_own() -> None:
+    config = tiny_t5_config(16, d_model=64, layers=1, copy_word_ends=True)
+    model = AutoUIModel(config, image_dim=8)
+    assert model.copy_start_bias.shape == (4,)
+    model.set_piece_kinds(piece_kinds(["", "", "", "for ", "6", "pm ", "'", "razer "]))
+    with torch.no_grad():
+        model.copy_start_bias.copy_(torch.tensor([-2.0, 0.5, -1.0, 0.25]))
+    src = torch.tensor([[3, 4, 5, 6, 7, 1]])  # "for 6pm 'razer", eos
+    none = torch.zeros(1, 1, 6, dtype=torch.long)
+    got = model.span_scores(none, none.bool(), src)[0, 0].tolist()
+    assert got == [0.5, 0.25, -2.0, -1.0, 0.5, -1.0]
+    plain = AutoUIModel(tiny_t5_config(16, d_model=64, layers=1), image_dim=8)
+    assert plain.copy_start_bias.shape == (3,)
+
+
+def test_a_word_ends_checkpoint_from_before_spaced_starts_loads_as_it_decoded(
+    tmp_path: Path,
+) -> None:
+    model = build_tiny_model(image_dim=8, copy_word_ends=True)
+    with torch.no_grad():
+        model.copy_start_bias.copy_(torch.tensor([-2.0, 0.75, -1.0, 9.0]))
+    directory = save_checkpoint(model, ByteTokenizer(), tmp_path / "ck")
+    # the file as saved before the fourth kind: three scores
+    state = load_file(directory / "model.safetensors")
+    state["copy_start_bias"] = state["copy_start_bias"][:3].clone()
+    save_file(state, directory / "model.safetensors", metadata={"format": "pt"})
+    loaded, _ = load_checkpoint(directory)
+    assert loaded.copy_start_bias.tolist() == [-2.0, 0.75, -1.0, 0.75]  # spaced = word start
+    scores = {"copy_start_bias": torch.tensor([1.0, 2.0, 3.0, 4.0])}
+    upgrade_start_bias(scores, 4)  # already four: untouched
+    assert scores["copy_start_bias"].tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
 def test_a_model_reads_word_ends_only_when_its_config_says_so() -> None:
