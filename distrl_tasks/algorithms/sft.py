@@ -57,6 +57,7 @@ def demos_from_rows(
     *,
     drop_mistakes: bool = True,
     successes_only: bool = True,
+    unfinished: bool = False,
     history: int = 1,
 ) -> list[Demo]:
     """Supervised examples from trajectory rows (shard columns ``DEMO_COLUMNS``).
@@ -65,6 +66,10 @@ def demos_from_rows(
         rows: steps of any number of trajectories, in any order.
         drop_mistakes: do not imitate steps whose plan starts with "mistake".
         successes_only: skip trajectories without a positive reward.
+        unfinished: with ``successes_only``, keep those that ran out of steps too (no reward,
+            and their last action does not end the episode): a scripted expert's steps there
+            are right, its mistakes aside, while one that declared success without a reward
+            went wrong somewhere and stays out.
         history: previous actions in the rebuilt prompt (the environment's default is 1).
 
     Raises:
@@ -80,7 +85,8 @@ def demos_from_rows(
     for tid in sorted(by_traj):
         steps = sorted(by_traj[tid], key=lambda r: int(r["step"]))
         if successes_only and not any((r["reward"] or 0.0) > 0 for r in steps):
-            continue
+            if not unfinished or parse_action(str(steps[-1]["action"])).ends_episode:
+                continue
         previous: list[str] = []
         for row in steps:
             action = parse_action(str(row["action"]))

@@ -145,7 +145,11 @@ def record_demos(
             ),
         )
         table = read_shards(out_dir).select(list(DEMO_COLUMNS))
-        set_demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)
+        set_demos = demos_from_rows(
+            table.to_pylist(),
+            unfinished=pc.pretrain.unfinished_demos and not heldout,
+            history=cfg.env.prompt_history,
+        )
         demos += set_demos
         stats[task_set] = {
             "trajectories": out["trajectories"],
@@ -245,6 +249,7 @@ def run(
                 "sha256": corpus_sha256(work),
                 "dynamics": cfg.sim.dynamics.bootstrap_profile,
                 "mistake_rate": pc.pretrain.mistake_rate,
+                "unfinished_demos": pc.pretrain.unfinished_demos,
                 "search_share": pc.pretrain.search_share,
             },
             "training": {

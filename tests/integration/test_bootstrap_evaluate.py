@@ -148,30 +148,7 @@ def test_more_evaluation_devices_change_no_verdict(tmp_path) -> None:
 
 def constructed_demos(history: int = 1) -> list[Demo]:
     """Three screens with different expert actions (a tap, typing, a key press)."""
-    rng = np.random.default_rng(0)
-    rows = []
-    actions = [
-        'Action Plan: [open Chrome] ; Action Decision: "action_type": "DUAL_POINT", '
-        '"touch_point": "[0.7933, 0.5602]", "lift_point": "[0.7933, 0.5602]", "typed_text": ""',
-        'Action Plan: [type] ; Action Decision: "action_type": "TYPE", "touch_point": '
-        '"[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", "typed_text": "news"',
-        'Action Plan: [mistake: back] ; Action Decision: "action_type": "PRESS_BACK", '
-        '"touch_point": "[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", '
-        '"typed_text": ""',
-        'Action Plan: [submit] ; Action Decision: "action_type": "PRESS_ENTER", "touch_point": '
-        '"[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", "typed_text": ""',
-    ]
-    for step, action in enumerate(actions):
-        rows.append(
-            {
-                "trajectory_id": "t0",
-                "step": step,
-                "task": "What's the news?",
-                "action": action,
-                "reward": 1.0 if step == len(actions) - 1 else 0.0,
-                "image_features": rng.normal(size=DIM).astype(np.float16),
-            }
-        )
+    rows = _rows_of_the_constructed_run()
     failed = {**rows[0], "trajectory_id": "t1", "reward": 0.0}
     return demos_from_rows([*rows, failed], history=history)
 
@@ -185,6 +162,54 @@ def test_demos_are_rewritten_mistakes_dropped_failures_skipped() -> None:
     assert demos[2].prompt.startswith("Previous Actions: Action Plan: [PRESS_BACK] ;")
     with pytest.raises(ValueError, match="missing columns"):
         demos_from_rows([{"trajectory_id": "x"}])
+
+
+def test_unfinished_expert_runs_are_kept_only_when_asked_and_false_claims_never() -> None:
+    """A run that hit the step budget is imitated with ``unfinished`` (its mistake still not);
+    one that declared success without a reward never is."""
+    done = constructed_demos()
+    rows = []
+    for demo_row in _rows_of_the_constructed_run():
+        rows.append({**demo_row, "trajectory_id": "out-of-steps", "reward": 0.0})
+    claim = {
+        **rows[0],
+        "trajectory_id": "false-claim",
+        "step": 1,
+        "action": 'Action Plan: [task complete] ; Action Decision: "action_type": '
+        '"STATUS_TASK_COMPLETE", "touch_point": "[-1.0000, -1.0000]", "lift_point": '
+        '"[-1.0000, -1.0000]", "typed_text": ""',
+    }
+    claimed = [{**rows[0], "trajectory_id": "false-claim"}, claim]
+    assert demos_from_rows(rows + claimed) == []
+    kept = demos_from_rows(rows + claimed, unfinished=True)
+    assert [d.target for d in kept] == [d.target for d in done]  # the mistake still dropped
+    assert demos_from_rows(rows, successes_only=False) == kept
+
+
+def _rows_of_the_constructed_run() -> list[dict]:
+    rng = np.random.default_rng(0)
+    actions = [
+        'Action Plan: [open Chrome] ; Action Decision: "action_type": "DUAL_POINT", '
+        '"touch_point": "[0.7933, 0.5602]", "lift_point": "[0.7933, 0.5602]", "typed_text": ""',
+        'Action Plan: [type] ; Action Decision: "action_type": "TYPE", "touch_point": '
+        '"[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", "typed_text": "news"',
+        'Action Plan: [mistake: back] ; Action Decision: "action_type": "PRESS_BACK", '
+        '"touch_point": "[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", '
+        '"typed_text": ""',
+        'Action Plan: [submit] ; Action Decision: "action_type": "PRESS_ENTER", "touch_point": '
+        '"[-1.0000, -1.0000]", "lift_point": "[-1.0000, -1.0000]", "typed_text": ""',
+    ]
+    return [
+        {
+            "trajectory_id": "t0",
+            "step": step,
+            "task": "What's the news?",
+            "action": action,
+            "reward": 1.0 if step == len(actions) - 1 else 0.0,
+            "image_features": rng.normal(size=DIM).astype(np.float16),
+        }
+        for step, action in enumerate(actions)
+    ]
 
 
 def test_demo_prompts_show_as_many_previous_actions_as_asked() -> None:
