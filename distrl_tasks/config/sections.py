@@ -122,7 +122,7 @@ class PretrainConfig:
     webshop_episodes_per_device: int = 60  # WebShop expert demonstrations per device
     heldout_episodes_per_device: int = 16  # expert demos on held-out goals (the loss)
     mistake_rate: float = 0.2  # expert mistake-and-recovery rate of the corpus
-    unfinished_demos: bool = False  # also imitate expert runs that ran out of steps (not mistakes)
+    unfinished_demos: bool = True  # also imitate expert runs that ran out of steps (not mistakes)
     steps: int = 20000  # ceiling; training stops when the held-out loss plateaus
     eval_every: int = 100  # optimizer steps between held-out loss measurements
     patience: int = 4  # measurements without a 1% improvement that end training
