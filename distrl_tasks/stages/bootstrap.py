@@ -212,7 +212,9 @@ def run(
     )
     columns = [*DEMO_COLUMNS, *(["screenshot_png"] if cfg.agent.model == "vlm" else [])]
     table = read_shards(out / "demos").select(columns)  # a VLM clones from the pixels
-    demos = demos_from_rows(table.to_pylist(), history=cfg.env.prompt_history)
+    demos = demos_from_rows(
+        table.to_pylist(), history=cfg.env.prompt_history, unfinished=ag.sft.unfinished_demos
+    )
     if not demos:
         raise RuntimeError("bootstrap: the expert produced no successful demonstration to clone")
 
@@ -269,6 +271,7 @@ def run(
         "demos": len(demos),
         "mistake_rate": rate,
         "goal_mix": ag.sft.goal_mix,
+        "unfinished_demos": ag.sft.unfinished_demos,
         "tokenizer": getattr(policy.tokenizer, "kind", "vlm"),
         "base_checkpoint": "" if cfg.agent.checkpoint_dir else cfg.agent.base_checkpoint,
         "sft_steps": result.steps,

@@ -290,12 +290,16 @@ def test_bootstrap_starts_from_the_shipped_base_by_default(tmp_path) -> None:
     assert policy.tokenizer.path.parent == SHIPPED_DIR
 
 
-@pytest.mark.parametrize("evaluator", ["oracle", "gemini"])
-def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(tmp_path, evaluator) -> None:
+@pytest.mark.parametrize(("evaluator", "unfinished"), [("oracle", False), ("gemini", True)])
+def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(
+    tmp_path, evaluator, unfinished
+) -> None:
     cfg = small_cfg(devices=2, horizon=5)  # room for the expert's web searches (3 steps)
     # with Gemini configured the demos are still the simulator oracle's to label (no key is
     # needed, no request is made): bootstrap.DEMO_LABELS
     cfg = dataclasses.replace(cfg, evaluator=dataclasses.replace(cfg.evaluator, kind=evaluator))
+    sft_cfg = dataclasses.replace(cfg.agent.sft, unfinished_demos=unfinished)
+    cfg = dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, sft=sft_cfg))
     m = bootstrap.run(
         cfg,
         workdir=tmp_path,
@@ -305,7 +309,7 @@ def test_bootstrap_registers_behavior_and_is_skipped_on_rerun(tmp_path, evaluato
         threads=1,
     )
     assert not m["skipped"] and m["sft_steps"] == 2 and m["demos"] >= 1
-    assert m["demo_labels"] == "oracle"
+    assert m["demo_labels"] == "oracle" and m["unfinished_demos"] is unfinished
     assert set(m["sft_success"]) == {"test"} and 0.0 <= m["sft_success"]["test"] <= 1.0
     registry = ModelRegistry.from_config(cfg, root=tmp_path)
     behavior = registry.alias_version(BEHAVIOR)
