@@ -30,11 +30,10 @@ longest such run, so a started copy keeps its place in the goal. With it the dec
 
 Span scores (config ``copy_span: true``, needs the match bias): a prompt position that no run
 continues gets ``u[kind(i)] + c * covered(t, i)``, a learnt score per start kind (inside a word,
-word start, symbol; with ``copy_word_ends`` a word begun by a space apart) and a learnt
-coverage score (:mod:`distrl_tasks.agents.copy_match`), so copies start at word starts and do
-not restart an entity already typed. The kind of every vocabulary id comes from the tokenizer
-(:meth:`AutoUIModel.set_piece_kinds`, which :class:`~distrl_tasks.agents.policy.AutoUIPolicy`
-calls) and is saved with the weights.
+word start, symbol) and a learnt coverage score (:mod:`distrl_tasks.agents.copy_match`), so
+copies start at word starts and do not restart an entity already typed. The kind of every
+vocabulary id comes from the tokenizer (:meth:`AutoUIModel.set_piece_kinds`, which
+:class:`~distrl_tasks.agents.policy.AutoUIPolicy` calls) and is saved with the weights.
 """
 
 from __future__ import annotations
@@ -53,7 +52,6 @@ from distrl_tasks.agents.copy_match import (
     WORD_START,
     MatchCache,
     covered,
-    legacy_kinds,
     match_lengths,
     start_kinds,
 )
@@ -83,7 +81,6 @@ def tiny_t5_config(
     copy: bool = True,
     copy_match: int = 8,
     copy_span: bool = True,
-    copy_word_ends: bool = False,
 ) -> T5Config:
     """The embedded default: a few million parameters, trainable from scratch on a CPU.
 
@@ -91,9 +88,7 @@ def tiny_t5_config(
     actor's behaviour log-probs exactly (importance ratios of 1 on-policy). ``copy`` turns on the
     copy head, ``copy_match`` its match bias over runs of up to that many tokens (module
     docstring; 0 = off), ``copy_span`` its span scores (only with the match bias: without it
-    the flag is dropped), ``copy_word_ends`` the span scores' word starts read from pieces that
-    end a word and from apostrophes (:func:`~.copy_match.start_kinds`; off: as models trained
-    before it read them, :func:`~.copy_match.legacy_kinds`).
+    the flag is dropped).
     """
     copy_span = bool(copy_span and copy and copy_match)  # span scores extend the match bias
     return T5Config(
@@ -115,7 +110,6 @@ def tiny_t5_config(
         copy_attention=copy,
         copy_match=copy_match if copy else 0,
         copy_span=copy_span,
-        copy_word_ends=bool(copy_word_ends and copy_span),
     )
 
 
@@ -160,10 +154,9 @@ class AutoUIModel(nn.Module):
             self.copy_match_bias = nn.Parameter(lengths.clone())
             self.copy_gate_match = nn.Parameter(torch.zeros(self.copy_match + 1))
         self.copy_span = bool(getattr(config, "copy_span", False)) and self.copy_match > 0
-        self.copy_word_ends = self.copy_span and bool(getattr(config, "copy_word_ends", False))
         if self.copy_span:
             # priors: a copy rarely starts inside a word and never re-types what is written
-            start = torch.zeros(4 if self.copy_word_ends else 3)  # SPACED_START: word ends
+            start = torch.zeros(3)
             start[INSIDE_WORD], start[SYMBOL] = -2.0, -1.0
             self.copy_start_bias = nn.Parameter(start)
             self.copy_cover_bias = nn.Parameter(torch.tensor([-2.0]))
@@ -208,7 +201,7 @@ class AutoUIModel(nn.Module):
             return
         full = torch.full((self.vocab_size,), SYMBOL, dtype=torch.long)
         n = min(len(kinds), self.vocab_size)
-        full[:n] = kinds[:n] if self.copy_word_ends else legacy_kinds(kinds[:n])
+        full[:n] = kinds[:n]
         self.copy_piece_kinds.copy_(full.to(self.copy_piece_kinds.device))
 
     @property
@@ -307,7 +300,7 @@ class AutoUIModel(nn.Module):
     ) -> torch.Tensor:
         """The span scores ``[B, T, L]`` (module docstring): at positions no run continues
         (``match == 0``), the start kind's score plus the coverage score where covered."""
-        kind = start_kinds(source_ids, self.copy_piece_kinds, spaced=self.copy_word_ends)
+        kind = start_kinds(source_ids, self.copy_piece_kinds)
         start = self.copy_start_bias.float()[kind].unsqueeze(1)  # [B, 1, L]
         score = start + self.copy_cover_bias.float() * cover.float()
         return score.masked_fill(match > 0, 0.0)

@@ -24,7 +24,6 @@ from safetensors.torch import load, save, save_file
 from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, lm_head_is_tied
-from distrl_tasks.agents.copy_match import upgrade_start_bias
 from distrl_tasks.agents.pointer import upgrade_head_state
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer, Tokenizer
 from distrl_tasks.protocol.files import atomic_copy, atomic_write, read_json_object, temp_name
@@ -35,6 +34,15 @@ WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 SPIECE_FILE = "spiece.model"
 _OUR_KEYS = ("image_dim", "distrl")
+# model options that were removed: config key -> why. A checkpoint saved with one on is refused,
+# since today's code would decode it differently from how it was trained.
+RETIRED_MODEL_KEYS: dict[str, str] = {
+    "copy_word_ends": (
+        "the copy's word starts read from word ends (agent.pretrain.copy_word_ends) were retired; "
+        "the copy no longer starts a word after a word's trailing space, so this model would not "
+        "decode as it was trained: retrain it without the option"
+    ),
+}
 
 CONVERT_HINT = (
     "convert it once, in an environment where you trust the file, with:\n"
@@ -160,6 +168,14 @@ def _load_tokenizer(directory: Path, config: Mapping[str, Any]) -> Tokenizer:
     )
 
 
+def refuse_retired(config: Mapping[str, Any], where: str | Path) -> None:
+    """Raise :class:`CheckpointError` if the saved model ``config`` turns on a retired option
+    (:data:`RETIRED_MODEL_KEYS`); the option off, or absent, is fine."""
+    for key, why in RETIRED_MODEL_KEYS.items():
+        if config.get(key):
+            raise CheckpointError(f"{where}: {key} is on, but {why}")
+
+
 def _t5_config(config: Mapping[str, Any], where: Path) -> T5Config:
     fields = {k: v for k, v in config.items() if k not in _OUR_KEYS}
     try:
@@ -191,11 +207,13 @@ def load_checkpoint(
     returned in eval mode.
 
     Raises:
-        CheckpointError: missing files, a pickle-only checkpoint, or weights that do not fit the
-            configuration (the message names the offending keys).
+        CheckpointError: missing files, a pickle-only checkpoint, a retired model option
+            (:data:`RETIRED_MODEL_KEYS`), or weights that do not fit the configuration (the
+            message names the offending keys).
     """
     where = Path(directory)
     config = _read_config(where)
+    refuse_retired(config, where / CONFIG_FILE)
     files = weight_files(where)
     tokenizer = _load_tokenizer(where, config)
     state = read_weights(files)
@@ -216,8 +234,6 @@ def load_checkpoint(
     if model.tied != lm_head_is_tied(t5):
         raise CheckpointError(f"{where}: inconsistent tie_word_embeddings")
     tokenizer.output_mask(model.vocab_size)  # raises if the tokenizer outgrows the model
-    if model.copy_span:  # a copy_word_ends model saved before spaced starts had their own score
-        upgrade_start_bias(state, len(model.copy_start_bias))
     expected = model.state_dict()
     wrong = [
         f"{k}: file {tuple(v.shape)} vs model {tuple(expected[k].shape)}"

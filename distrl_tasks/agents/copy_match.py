@@ -92,92 +92,39 @@ class MatchCache:
         return int(self.history.shape[1])
 
 
-# start kinds of a prompt position (indices of the learnt ``copy_start_bias``); SPACED_START, a
-# word that a space begins, is told apart from WORD_START (after a symbol, a quote or nothing)
-# only where word ends are read (``copy_word_ends``): a quoted query starts after its quote,
-# an alarm's hour after a space, and one shared score cannot prefer both
-INSIDE_WORD, WORD_START, SYMBOL, SPACED_START = 0, 1, 2, 3
-# kinds a vocabulary id may have besides those, which start_kinds reads and maps onto them: a
-# word's piece that ends in a space (``word▁``; START_ENDS: `` word▁``), and an apostrophe, which
-# is inside a word between letters ("Lowe's") and a quote elsewhere ("'razer'")
-INSIDE_ENDS, START_ENDS, APOSTROPHE = 3, 4, 5
-APOSTROPHES = "'\u2019"
+# start kinds of a prompt position and of a vocabulary id (indices of the learnt
+# ``copy_start_bias``)
+INSIDE_WORD, WORD_START, SYMBOL = 0, 1, 2
 
 
 def piece_kinds(token_texts: list[str]) -> torch.Tensor:
     """Kind of every vocabulary id from the text it writes: ``[V]`` long.
 
-    A piece that is an apostrophe is :data:`APOSTROPHE`; one without a letter or digit
-    (punctuation, quotes, spaces, specials: ``""``) is :data:`SYMBOL`; one that begins with a
-    space (a word-initial ``▁word`` piece) is :data:`WORD_START`, or :data:`START_ENDS` if it
-    also ends in one; one that ends in a space (a ``word▁`` piece, as our whitespace-as-suffix
-    vocabularies write every word's last piece) is :data:`INSIDE_ENDS`; the rest continue a word
-    (:data:`INSIDE_WORD`). Byte-level vocabularies give letters :data:`INSIDE_WORD` and let
-    :func:`start_kinds` find the starts.
+    A piece without a letter or digit (punctuation, quotes, apostrophes, spaces, specials:
+    ``""``) is :data:`SYMBOL`; one that begins with a space (a word-initial ``▁word`` piece) is
+    :data:`WORD_START`; the rest continue a word (:data:`INSIDE_WORD`), a trailing space
+    (``word▁``, as whitespace-as-suffix vocabularies write a word's last piece) included: the
+    copy was trained to read pieces so. Byte-level vocabularies give letters
+    :data:`INSIDE_WORD` and let :func:`start_kinds` find the starts.
     """
 
     def kind(text: str) -> int:
-        if text and all(c in APOSTROPHES for c in text):
-            return APOSTROPHE
         if not any(c.isalnum() for c in text):
             return SYMBOL
-        if text[0].isspace():
-            return START_ENDS if text[-1].isspace() else WORD_START
-        return INSIDE_ENDS if text[-1].isspace() else INSIDE_WORD
+        return WORD_START if text[0].isspace() else INSIDE_WORD
 
     return torch.tensor([kind(t) for t in token_texts], dtype=torch.long)
 
 
-def legacy_kinds(kinds: torch.Tensor) -> torch.Tensor:
-    """``kinds`` as models trained before word ends and apostrophes were told apart read them
-    (``copy_word_ends`` off): a ``word▁`` piece continues a word, `` word▁`` starts one, an
-    apostrophe is a symbol. With these, :func:`start_kinds` marks a word start only after a
-    symbol, so in a whitespace-as-suffix vocabulary "Lowe's" starts at its "s"."""
-    mapped = torch.where(kinds == INSIDE_ENDS, INSIDE_WORD, kinds)
-    mapped = torch.where(mapped == START_ENDS, WORD_START, mapped)
-    return torch.where(mapped == APOSTROPHE, SYMBOL, mapped)
-
-
-def start_kinds(
-    source_ids: torch.Tensor, kinds: torch.Tensor, *, spaced: bool = False
-) -> torch.Tensor:
+def start_kinds(source_ids: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
     """Start kind of every prompt position ``[B, L]`` (:data:`INSIDE_WORD`, :data:`WORD_START`
     or :data:`SYMBOL`), from the pieces' kinds (:func:`piece_kinds`): a piece continuing a word
-    begins one where a word ended just before it: at the prompt's start, after a symbol, after a
-    piece that ends in a space (``nearest▁`` then ``L``), or after an apostrophe that does not
-    follow letters (a quote: ``'`` then ``razer``, but not ``Lowe`` ``'`` ``s``).
-
-    With ``spaced``, a word begun by a space (a ``▁word`` piece, or any word piece after one that
-    ends in a space) is :data:`SPACED_START` instead, so its score can differ from a start after
-    a symbol or quote."""
+    begins one at the prompt's start or right after a symbol. A space a piece ends with does not
+    end its word, so in a whitespace-as-suffix vocabulary ``nearest▁`` then ``L`` is one word and
+    "Lowe's" starts a word at its "s" (after the apostrophe)."""
     own = kinds[source_ids]
     before = F.pad(own[:, :-1], (1, 0), value=SYMBOL)
-    two_before = F.pad(before[:, :-1], (1, 0), value=SYMBOL)
-    start = torch.where(own == START_ENDS, WORD_START, own)
-    start = torch.where(start == INSIDE_ENDS, INSIDE_WORD, start)
-    start = torch.where(start == APOSTROPHE, SYMBOL, start)
-    letters = (two_before == INSIDE_WORD) | (two_before == WORD_START)  # no space before the '
-    ended = (
-        (before == SYMBOL)
-        | (before == INSIDE_ENDS)
-        | (before == START_ENDS)
-        | ((before == APOSTROPHE) & ~letters)
-    )
-    starts = torch.where((start == INSIDE_WORD) & ended, WORD_START, start)
-    if not spaced:
-        return starts
-    after_space = (before == INSIDE_ENDS) | (before == START_ENDS)
-    by_space = ((start == INSIDE_WORD) & after_space) | (own == WORD_START) | (own == START_ENDS)
-    return torch.where((starts == WORD_START) & by_space, SPACED_START, starts)
-
-
-def upgrade_start_bias(state: dict[str, torch.Tensor], kinds: int) -> None:
-    """Give a ``copy_start_bias`` saved with fewer start kinds than ``kinds`` the new ones, each
-    scored as :data:`WORD_START` was, so a checkpoint from before :data:`SPACED_START` decodes
-    exactly as it did (in place)."""
-    bias = state.get("copy_start_bias")
-    if bias is not None and 0 < bias.shape[0] < kinds:
-        state["copy_start_bias"] = torch.cat([bias, bias[WORD_START].expand(kinds - len(bias))])
+    return torch.where((own == INSIDE_WORD) & (before == SYMBOL), WORD_START, own)
 
 
 def covered(

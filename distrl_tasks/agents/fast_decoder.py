@@ -164,7 +164,7 @@ class DecoderRun:
         self.span_start: torch.Tensor | None = None
         if model.copy_span:
             # the start-kind score of every prompt position is fixed for the batch: [B, L]
-            kinds = start_kinds(source_ids, model.copy_piece_kinds, spaced=model.copy_word_ends)
+            kinds = start_kinds(source_ids, model.copy_piece_kinds)
             self.span_start = model.copy_start_bias.float()[kinds]
 
     def step(

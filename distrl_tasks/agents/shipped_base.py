@@ -17,7 +17,7 @@ from typing import Any
 from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, tiny_t5_config
-from distrl_tasks.agents.checkpoint import CheckpointError, load_checkpoint
+from distrl_tasks.agents.checkpoint import CheckpointError, load_checkpoint, refuse_retired
 from distrl_tasks.agents.tokenizer import Tokenizer
 
 CARD_FILE = "model_card.json"
@@ -39,13 +39,12 @@ _ARCH_KEYS = (
     "copy_attention",
     "copy_match",
     "copy_span",
-    "copy_word_ends",
     "pointer",
 )
 # keys that configs written before them lack, with the value that absence means
-_ARCH_DEFAULTS: dict[str, Any] = {"copy_span": False, "copy_word_ends": False, "pointer": False}
-# optional parts: a card records them, and the code builds a model with or without them
-_OPTIONAL_KEYS = ("pointer", "copy_word_ends")
+_ARCH_DEFAULTS: dict[str, Any] = {"copy_span": False, "pointer": False}
+# optional heads: a card records them, and the code builds a model with or without them
+_OPTIONAL_KEYS = ("pointer",)
 
 
 class BaseCheckpointError(CheckpointError):
@@ -95,7 +94,12 @@ def read_card(directory: Path) -> dict[str, Any]:
 
 
 def check_card(directory: Path, card: dict[str, Any]) -> None:
-    """Raise unless the card's model config is what :func:`tiny_t5_config` builds today."""
+    """Raise unless the card's model config is what :func:`tiny_t5_config` builds today (a
+    retired option on, :data:`~.checkpoint.RETIRED_MODEL_KEYS`, is never that)."""
+    try:
+        refuse_retired(card["model_config"], directory / CARD_FILE)
+    except CheckpointError as exc:
+        raise BaseCheckpointError(f"{exc}; rebuild with: {REBUILD}") from exc
     recorded = recorded_model_config(card)
     today = card_model_config(tiny_t5_config(int(recorded.get("vocab_size") or 0) or 384))
     wrong = {

@@ -199,6 +199,7 @@ SYNC_UNREAD_KEYS: dict[str, Any] = {"orchestration.continuous.replay_ratio": 0.0
 RETIRED_HASHED: dict[str, Any] = {
     "agent.observation": "screenshot",
     "agent.observation_elements": 6,
+    "agent.pretrain.copy_word_ends": False,
 }
 
 

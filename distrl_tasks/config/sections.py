@@ -131,7 +131,6 @@ class PretrainConfig:
     lr: float = 1e-3  # peak learning rate
     time_budget_s: float = 0.0  # end this part after this long; a rerun resumes (0 = none)
     threads: int = 1  # torch threads while training (0 = all CPUs; 1 is faster on a busy box)
-    copy_word_ends: bool = False  # new models' copy starts words after word ends (off: symbols)
 
     def validate(self, key: str) -> None:
         at_least_one = (

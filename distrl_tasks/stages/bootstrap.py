@@ -105,10 +105,7 @@ def initial_policy(
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = AutoUIModel(
-            tiny_t5_config(tok.size, copy_word_ends=cfg.agent.pretrain.copy_word_ends),
-            image_feature_dim(cfg.agent),
-        )
+        model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(cfg.agent))
     if cfg.agent.points:
         model.add_pointer(seed)
     return AutoUIPolicy(

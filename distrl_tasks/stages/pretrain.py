@@ -205,10 +205,7 @@ def run(
     with torch_threads(cfg.agent.pretrain.threads) as used_threads:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model = AutoUIModel(
-                tiny_t5_config(tok.size, copy_word_ends=cfg.agent.pretrain.copy_word_ends),
-                image_feature_dim(pc),
-            )
+            model = AutoUIModel(tiny_t5_config(tok.size), image_feature_dim(pc))
         policy = AutoUIPolicy(model, tok, max_prompt_tokens=pc.max_prompt_tokens)
         policy.max_new_tokens = evaluate.MIN_SUBWORD_ACTION_TOKENS
         settings = _settings(cfg)

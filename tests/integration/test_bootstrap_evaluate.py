@@ -254,13 +254,6 @@ def test_sft_loss_decreases_and_greedy_actions_match_the_expert_types(tmp_path) 
     )
     policy = bootstrap.initial_policy(fresh, demos, "sentencepiece", tmp_path, seed=0)
     assert policy.tokenizer.kind == "sentencepiece" and (tmp_path / "tokenizer").is_dir()
-    # a new model's copy reads word starts after symbols unless agent.pretrain.copy_word_ends
-    assert not policy.model.copy_word_ends
-    pre = dataclasses.replace(fresh.agent.pretrain, copy_word_ends=True)
-    on = dataclasses.replace(fresh, agent=dataclasses.replace(fresh.agent, pretrain=pre))
-    assert bootstrap.initial_policy(
-        on, demos, "sentencepiece", tmp_path / "on", seed=0
-    ).model.copy_word_ends
     # whole actions fit: 128 subword tokens (the configured budget), 256 bytes
     assert evaluate.decode_budget(policy) == Config().agent.max_new_tokens == 128
     policy.max_new_tokens = 32

@@ -67,8 +67,9 @@ def test_pretrain_writes_a_loadable_base_with_its_card(tmp_path: Path) -> None:
     assert not list(out.parent.glob(f".{out.name}{TEMP_MARKER}*"))  # no scratch left beside it
     loaded = load_base(str(out))
     assert loaded is not None and loaded[2]["corpus"]["sha256"] == card["corpus"]["sha256"]
-    # agent.pretrain.copy_word_ends is off by default: the copy's word starts as the shipped base's
-    assert not card["model_config"].get("copy_word_ends") and not loaded[0].copy_word_ends
+    # the retired copy_word_ends is neither recorded nor saved: a new base reads word starts one way
+    assert "copy_word_ends" not in card["model_config"]
+    assert "copy_word_ends" not in json.loads((out / "config.json").read_text())
     # rerun: goal files and demonstrations are reused, so the corpus is the same
     again = pretrain.run(cfg, workdir=tmp_path, out=out, seed=1)
     assert again["corpus"]["sha256"] == card["corpus"]["sha256"]

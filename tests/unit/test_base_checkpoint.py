@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from distrl_tasks.agents.autoui import tiny_t5_config
+from distrl_tasks.agents.checkpoint import CheckpointError, load_checkpoint
 from distrl_tasks.agents.shipped_base import (
     CARD_FILE,
     REBUILD,
@@ -82,6 +83,28 @@ def test_card_for_another_model_config_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BaseCheckpointError, match="d_model: card 512") as err:
         load_base(str(base))
     assert REBUILD in str(err.value)
+
+
+def test_a_checkpoint_saved_with_the_retired_copy_word_ends_is_refused(tmp_path: Path) -> None:
+    # the shipped base's files still say copy_word_ends: false (written before the retirement):
+    # off, the key is harmless and the base loads as it always did
+    assert json.loads((SHIPPED_DIR / "config.json").read_text())["copy_word_ends"] is False
+    base = _copy(tmp_path)
+    config = json.loads((base / "config.json").read_text())
+    config["copy_word_ends"] = True
+    (base / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="copy_word_ends is on") as err:
+        load_checkpoint(base)
+    assert "retired" in str(err.value) and str(base / "config.json") in str(err.value)
+    with pytest.raises(BaseCheckpointError, match="retired") as err:
+        load_base(str(base))  # the card still says off: the weights' config is refused
+    assert REBUILD in str(err.value)
+    card = json.loads((base / CARD_FILE).read_text())
+    card["model_config"]["copy_word_ends"] = True
+    (base / CARD_FILE).write_text(json.dumps(card))
+    with pytest.raises(BaseCheckpointError, match="copy_word_ends is on") as err:
+        load_base(str(base))  # the card is checked first and names itself
+    assert str(base / CARD_FILE) in str(err.value) and REBUILD in str(err.value)
 
 
 def test_bootstrap_with_a_missing_base_stops_before_writing(tmp_path: Path) -> None:

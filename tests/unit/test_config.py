@@ -199,8 +199,27 @@ def test_a_retired_key_says_it_was_retired_and_what_replaces_it(
     assert str(err.value) == message
 
 
+@pytest.mark.parametrize("value", [False, True])
+def test_the_retired_copy_word_ends_says_it_was_retired(tmp_path: Path, value: bool) -> None:
+    # off (its old default) too: no model reads word starts from word ends any more
+    key = "agent.pretrain.copy_word_ends"
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [f"{key}={str(value).lower()}"])
+    message = str(err.value)
+    assert message.startswith(f"{key}: the copy's word starts read from word ends were retired")
+    path = tmp_path / "params.yaml"
+    path.write_text(f"agent:\n  pretrain:\n    copy_word_ends: {str(value).lower()}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)  # a params.yaml written before the retirement
+    assert str(err.value) == message
+
+
 def test_retired_keys_are_gone_from_the_config() -> None:
     flat = Config().to_flat_dict()
-    assert set(RETIRED_KEYS) == {"agent.observation", "agent.observation_elements"}
+    assert set(RETIRED_KEYS) == {
+        "agent.observation",
+        "agent.observation_elements",
+        "agent.pretrain.copy_word_ends",
+    }
     assert not set(RETIRED_KEYS) & set(flat)
     assert not set(RETIRED_KEYS) & set(MOVED_KEYS)

@@ -5,25 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
 from distrl_tasks.agents.checkpoint import load_checkpoint, save_checkpoint
 from distrl_tasks.agents.copy_match import (
-    APOSTROPHE,
-    INSIDE_ENDS,
     INSIDE_WORD,
-    SPACED_START,
-    START_ENDS,
     SYMBOL,
     WORD_START,
     MatchCache,
     covered,
-    legacy_kinds,
     match_lengths,
     piece_kinds,
     start_kinds,
-    upgrade_start_bias,
 )
 from distrl_tasks.agents.policy import AutoUIPolicy
 from distrl_tasks.agents.shipped_base import SHIPPED, load_base
@@ -122,97 +115,44 @@ def test_start_kinds_begin_words_after_symbols() -> None:
 
 def test_start_kinds_of_a_whitespace_as_suffix_vocabulary_and_apostrophes() -> None:
     # the shipped vocabulary's pieces for "the nearest Lowe's? 'razer'": a word's last piece
-    # carries its space, and an apostrophe is inside a word or a quote depending on what it follows
+    # carries its space, which does not end the word for the copy; an apostrophe is a symbol
     texts = ["", "the ", "nearest ", "L", "o", "we", "'", "s", "? ", "razer", " x "]
     kinds = piece_kinds(texts)
     assert kinds.tolist() == [
-        SYMBOL, INSIDE_ENDS, INSIDE_ENDS, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, APOSTROPHE,
-        INSIDE_WORD, SYMBOL, INSIDE_WORD, START_ENDS,
+        SYMBOL, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, SYMBOL,
+        INSIDE_WORD, SYMBOL, INSIDE_WORD, WORD_START,
     ]  # fmt: skip
     lowes = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8, 6, 9, 6]])  # ... Lowe's? 'razer'
     assert start_kinds(lowes, kinds).tolist() == [[
-        WORD_START, WORD_START, WORD_START, INSIDE_WORD, INSIDE_WORD, SYMBOL,
-        INSIDE_WORD,  # the "s" of Lowe's continues its word
+        WORD_START,  # the prompt's start
+        INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD,  # no start after "the " or "nearest "
+        SYMBOL,
+        WORD_START,  # the "s" of Lowe's, after the apostrophe
         SYMBOL, SYMBOL,
-        WORD_START,  # "razer" after an opening quote begins one
+        WORD_START,  # "razer" after an opening quote
         SYMBOL,
     ]]  # fmt: skip
-    after_space = torch.tensor([[10, 6, 9]])  # " x " then a quote: the quote follows no letter
+    after_space = torch.tensor([[10, 6, 9]])  # a " x " piece begins a word with its own space
     assert start_kinds(after_space, kinds).tolist() == [[WORD_START, SYMBOL, WORD_START]]
     assert start_kinds(torch.tensor([[3]]), kinds).tolist() == [[WORD_START]]  # one piece
-    # as models trained before word ends were read: only the piece after a symbol starts a word
-    assert start_kinds(lowes, legacy_kinds(kinds)).tolist() == [[
-        WORD_START, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, INSIDE_WORD, SYMBOL,
-        WORD_START, SYMBOL, SYMBOL, WORD_START, SYMBOL,
-    ]]  # fmt: skip
 
 
-def test_spaced_starts_apart_from_starts_after_a_symbol_or_quote() -> None:
-    # "for 6pm 'razer x'": the hour begins after a space, the quoted query after its quote
+def test_a_quoted_query_starts_after_its_quote_an_hour_after_a_space_does_not() -> None:
+    # "for 6pm 'razer x' y"
     texts = ["", "for ", "6", "pm ", "'", "razer ", "x", "'", " y"]
-    kinds = piece_kinds(texts)
     src = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
-    assert start_kinds(src, kinds, spaced=True).tolist() == [[
-        WORD_START,  # the prompt's start
-        SPACED_START,  # "6" after "for "
-        INSIDE_WORD,  # "pm" continues "6pm"
-        SYMBOL,
-        WORD_START,  # "razer" after the opening quote
-        SPACED_START,  # "x" after "razer "
-        SYMBOL,
-        SPACED_START,  # a " y" piece begins with its own space
+    assert start_kinds(src, piece_kinds(texts)).tolist() == [[
+        WORD_START, INSIDE_WORD, INSIDE_WORD, SYMBOL, WORD_START, INSIDE_WORD, SYMBOL, WORD_START
     ]]  # fmt: skip
-    plain = start_kinds(src, kinds).tolist()[0]
-    assert plain == [WORD_START, WORD_START, INSIDE_WORD, SYMBOL, WORD_START, WORD_START,
-                     SYMBOL, WORD_START]  # fmt: skip
 
 
-def test_a_word_ends_model_scores_spaced_starts_on_their_own() -> None:
-    config = tiny_t5_config(16, d_model=64, layers=1, copy_word_ends=True)
+def test_a_model_records_the_piece_kinds_and_its_config_has_no_word_ends_key() -> None:
+    config = tiny_t5_config(16, d_model=64, layers=1)
+    assert not hasattr(config, "copy_word_ends")  # new checkpoints do not write the retired key
     model = AutoUIModel(config, image_dim=8)
-    assert model.copy_start_bias.shape == (4,)
-    model.set_piece_kinds(piece_kinds(["", "", "", "for ", "6", "pm ", "'", "razer "]))
-    with torch.no_grad():
-        model.copy_start_bias.copy_(torch.tensor([-2.0, 0.5, -1.0, 0.25]))
-    src = torch.tensor([[3, 4, 5, 6, 7, 1]])  # "for 6pm 'razer", eos
-    none = torch.zeros(1, 1, 6, dtype=torch.long)
-    got = model.span_scores(none, none.bool(), src)[0, 0].tolist()
-    assert got == [0.5, 0.25, -2.0, -1.0, 0.5, -1.0]
-    plain = AutoUIModel(tiny_t5_config(16, d_model=64, layers=1), image_dim=8)
-    assert plain.copy_start_bias.shape == (3,)
-
-
-def test_a_word_ends_checkpoint_from_before_spaced_starts_loads_as_it_decoded(
-    tmp_path: Path,
-) -> None:
-    model = build_tiny_model(image_dim=8, copy_word_ends=True)
-    with torch.no_grad():
-        model.copy_start_bias.copy_(torch.tensor([-2.0, 0.75, -1.0, 9.0]))
-    directory = save_checkpoint(model, ByteTokenizer(), tmp_path / "ck")
-    # the file as saved before the fourth kind: three scores
-    state = load_file(directory / "model.safetensors")
-    state["copy_start_bias"] = state["copy_start_bias"][:3].clone()
-    save_file(state, directory / "model.safetensors", metadata={"format": "pt"})
-    loaded, _ = load_checkpoint(directory)
-    assert loaded.copy_start_bias.tolist() == [-2.0, 0.75, -1.0, 0.75]  # spaced = word start
-    scores = {"copy_start_bias": torch.tensor([1.0, 2.0, 3.0, 4.0])}
-    upgrade_start_bias(scores, 4)  # already four: untouched
-    assert scores["copy_start_bias"].tolist() == [1.0, 2.0, 3.0, 4.0]
-
-
-def test_a_model_reads_word_ends_only_when_its_config_says_so() -> None:
-    texts = ["", "", "", "nearest ", "L", "'", "s"]
-    cases = {
-        True: [INSIDE_ENDS, INSIDE_WORD, APOSTROPHE, INSIDE_WORD],
-        False: [INSIDE_WORD, INSIDE_WORD, SYMBOL, INSIDE_WORD],
-    }
-    for word_ends, expected in cases.items():
-        config = tiny_t5_config(16, d_model=64, layers=1, copy_word_ends=word_ends)
-        model = AutoUIModel(config, image_dim=8)
-        assert model.copy_word_ends is word_ends
-        model.set_piece_kinds(piece_kinds(texts))
-        assert model.copy_piece_kinds.tolist()[3:7] == expected
-    assert tiny_t5_config(16, copy_match=0, copy_word_ends=True).copy_word_ends is False
+    assert model.copy_start_bias.shape == (3,)  # one score per start kind
+    model.set_piece_kinds(piece_kinds(["", "", "", "nearest ", "L", "'", "s"]))
+    assert model.copy_piece_kinds.tolist()[3:7] == [INSIDE_WORD, INSIDE_WORD, SYMBOL, INSIDE_WORD]
 
 
 def test_coverage_by_hand() -> None:
@@ -291,8 +231,7 @@ def test_policy_sets_start_kinds_and_the_checkpoint_keeps_them(tmp_path: Path) -
 
 
 def test_the_shipped_base_reads_its_word_starts_as_it_was_trained() -> None:
-    model, tokenizer, card = load_base(SHIPPED)
-    assert not card["model_config"].get("copy_word_ends") and not model.copy_word_ends
+    model, tokenizer, _card = load_base(SHIPPED)
     AutoUIPolicy(model, tokenizer)  # sets the piece kinds from its tokenizer
     lowes = torch.tensor([tokenizer.encode("the nearest Lowe's")])
     kinds = start_kinds(lowes, model.copy_piece_kinds)[0].tolist()

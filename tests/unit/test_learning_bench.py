@@ -561,6 +561,7 @@ def test_retired_keys_are_hashed_at_the_values_cached_runs_had() -> None:
     assert not set(RETIRED_KEYS) & set(cfg.to_flat_dict())
     view = _cache_view(cfg)
     assert view["agent.observation"] == "screenshot" and view["agent.observation_elements"] == 6
+    assert view["agent.pretrain.copy_word_ends"] is False  # the option's default while it lived
     assert set(RETIRED_KEYS) <= set(view)
 
 
