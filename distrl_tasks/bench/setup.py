@@ -154,6 +154,7 @@ NEUTRAL_NEW_KEYS: dict[str, Any] = {
     "orchestration.continuous.replay_window_rounds": 0,
     "algorithm.distrl.rescore": "all",
     "agent.sft.goal_mix": "file",
+    "agent.sft.unfinished_demos": False,
     "orchestration.curriculum.goal_mix": "file",
     "agent.exploration.element_goal_weight": 0.0,
     "agent.goal_typing": False,
