@@ -100,7 +100,7 @@ class SFTConfig:
     # family the same share (it keeps no more of the base:
     # benchmarks/results/2026-11-27-bootstrap-keeps-base.md)
     goal_mix: Literal["balanced", "file"] = "file"
-    unfinished_demos: bool = False  # also imitate expert runs that ran out of steps (not mistakes)
+    unfinished_demos: bool = True  # also imitate expert runs that ran out of steps (not mistakes)
 
     def validate(self, key: str) -> None:
         _check(self.vocab_size >= 300, f"{key}.vocab_size", "must be >= 300")

@@ -300,9 +300,12 @@ def test_a_new_key_at_its_neutral_value_keeps_cached_runs() -> None:
     assert _cache_view(default)["agent.goal_typing"] is True
     # ... and so does the round learner, DistRL's default before its continuous learner
     rounds = dataclasses.replace(default.orchestration.continuous, replay_ratio=0.0)
+    # ... and the bootstrap's cloning of unfinished expert runs, off before its key
+    assert _cache_view(default)["agent.sft.unfinished_demos"] is True
+    sft = dataclasses.replace(default.agent.sft, unfinished_demos=False)
     base = dataclasses.replace(
         default,
-        agent=dataclasses.replace(default.agent, goal_typing=False),
+        agent=dataclasses.replace(default.agent, goal_typing=False, sft=sft),
         orchestration=dataclasses.replace(default.orchestration, continuous=rounds),
     )
     assert base.env.prompt_history == NEUTRAL_NEW_KEYS["env.prompt_history"]
