@@ -26,6 +26,7 @@ from transformers import T5Config
 from distrl_tasks.agents.autoui import AutoUIModel, lm_head_is_tied
 from distrl_tasks.agents.pointer import upgrade_head_state
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer, Tokenizer
+from distrl_tasks.config import RETIRED_KEYS
 from distrl_tasks.protocol.files import atomic_copy, atomic_write, read_json_object, temp_name
 
 FORMAT_VERSION = 1
@@ -34,14 +35,14 @@ WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 SPIECE_FILE = "spiece.model"
 _OUR_KEYS = ("image_dim", "distrl")
-# model options that were removed: config key -> why. A checkpoint saved with one on is refused,
-# since today's code would decode it differently from how it was trained.
+# model options that were removed: config.json key -> the retired config key that set it. A
+# checkpoint saved with one on is refused, since today's code would decode it differently from how
+# it was trained; the reason is the config key's own (config.RETIRED_KEYS), written once.
+_RETIRED_MODEL_OPTIONS = {"copy_word_ends": "agent.pretrain.copy_word_ends"}
 RETIRED_MODEL_KEYS: dict[str, str] = {
-    "copy_word_ends": (
-        "the copy's word starts read from word ends (agent.pretrain.copy_word_ends) were retired; "
-        "the copy no longer starts a word after a word's trailing space, so this model would not "
-        "decode as it was trained: retrain it without the option"
-    ),
+    key: f"{RETIRED_KEYS[option]} ({option}); this model would not decode as it was trained: "
+    "retrain it without the option"
+    for key, option in _RETIRED_MODEL_OPTIONS.items()
 }
 
 CONVERT_HINT = (

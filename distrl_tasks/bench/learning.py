@@ -537,6 +537,45 @@ def sft_export(settings: LearningBenchSettings, sft: SFTPolicy) -> PolicyExport:
     )
 
 
+def _starts(
+    settings: LearningBenchSettings,
+    root: Path,
+    export_root: Path | None,
+    exports: dict[str, PolicyExport],
+    log: Callable[[str], None],
+) -> dict[str, SFTPolicy]:
+    """Each task set's SFT start, bootstrapped and evaluated (or read from the cache), and
+    exported where it is not yet."""
+    sft = {ts: bootstrap_sft(settings, ts, root, log=log) for ts in settings.task_sets}
+    for p in sft.values():
+        _export_missing(
+            export_root, p.workdir.name, lambda p=p: sft_export(settings, p), exports, log
+        )
+    return sft
+
+
+def build_starts(
+    settings: LearningBenchSettings,
+    workdir: str | os.PathLike = "runs/learning-bench",
+    *,
+    export_dir: str | os.PathLike | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, SFTPolicy]:
+    """Build the SFT start of each task set of ``settings`` in ``workdir`` (its cache, which the
+    benchmark's runs then reuse) and export it to ``export_dir``; runs no method and writes no
+    record. Logs one line per start: its steps and success per evaluation."""
+    root = Path(workdir).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    _adopt_old_cache(root, log)
+    export_root = Path(export_dir) if export_dir is not None else None
+    with torch_threads(settings.threads):
+        sft = _starts(settings, root, export_root, {}, log)
+    for ts, p in sft.items():
+        rates = ", ".join(f"{k} {100 * v:.1f}%" for k, v in p.success.items())
+        log(f"[start] {ts}: {p.workdir.name}, {p.steps} SFT steps; {rates}")
+    return sft
+
+
 def _export_missing(
     export_dir: Path | None,
     name: str,
@@ -631,13 +670,9 @@ def run_benchmark(
     with torch_threads(settings.threads):
         try:
             parent.log_params(settings.as_params())
-            sft = {ts: bootstrap_sft(settings, ts, root, log=log) for ts in settings.task_sets}
             exports: dict[str, PolicyExport] = {}
             export_root = Path(export_dir) if export_dir is not None else None
-            for p in sft.values():
-                _export_missing(
-                    export_root, p.workdir.name, lambda p=p: sft_export(settings, p), exports, log
-                )
+            sft = _starts(settings, root, export_root, exports, log)
             records, local = [], 0
             # seed by seed: an interrupted benchmark holds every method for the seeds it finished
             for ts, seed, method in itertools.product(

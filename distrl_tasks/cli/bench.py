@@ -93,6 +93,11 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         help="print the table of the runs finished so far in --workdir; starts no run",
     )
     p.add_argument(
+        "--starts-only",
+        action="store_true",
+        help="build, evaluate and export each task set's SFT start in --workdir; runs no method",
+    )
+    p.add_argument(
         "--reference-profiles",
         type=_csv,
         help="also evaluate the final policies under these world profiles (default static,hostile;"
@@ -178,12 +183,23 @@ def plots_dir_from_args(args: argparse.Namespace) -> str:
 def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
     """Run the benchmark the parsed flags describe; prints progress and the table."""
     from distrl_tasks.bench.learning import (
+        build_starts,
         report_finished,
         run_benchmark,
     )  # lazy: numpy + the simulator (CLI start-up)
 
+    if args.finished_only and args.starts_only:
+        raise ConfigError("--finished-only starts nothing and --starts-only builds: pick one")
     settings = settings_from_args(args)
     export_dir = export_dir_from_args(args)
+    if args.starts_only:
+        build_starts(
+            settings,
+            args.workdir,
+            export_dir=export_dir,
+            log=lambda line: print(line, flush=True),
+        )
+        return 0
     if args.finished_only:
         report_finished(
             settings,

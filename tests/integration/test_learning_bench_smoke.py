@@ -21,6 +21,7 @@ from distrl_tasks.bench.families import final_family_counts
 from distrl_tasks.bench.learning import (
     EXPERIMENT,
     LearningBenchSettings,
+    build_starts,
     report_finished,
     run_benchmark,
     sft_on_worlds,
@@ -133,6 +134,15 @@ def test_smoke_benchmark_produces_table_plots_mlflow_and_results_section(tmp_pat
     assert table == out.table and len(records) == 3
     assert any(line.startswith("3 of 3 runs finished") for line in lines)
     assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes
+    # the starts alone (``--starts-only``): read from the cache, logged, nothing rebuilt
+    starts = build_starts(
+        settings, tmp_path / "bench", export_dir=kwargs["export_dir"], log=lines.append
+    )
+    assert {ts: p.success for ts, p in starts.items()} == {
+        ts: p.success for ts, p in out.sft.items()
+    }
+    assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes
+    assert any(line.startswith("[start] general: sft-general-") for line in lines)
     # the goals solved per family come from the cached final evaluations and add up to them
     printed = "\n".join(lines).splitlines()
     assert not any(line.startswith("[families]") for line in printed)  # nothing re-evaluated

@@ -320,6 +320,15 @@ def test_a_malformed_seed_list_is_a_clear_error(
     assert "seed" in err.split("argument --seeds:", 1)[1]
 
 
+def test_starts_only_and_finished_only_together_are_refused() -> None:
+    from distrl_tasks.cli.bench import run_learning
+    from distrl_tasks.config import ConfigError
+
+    assert parsed("--starts-only").starts_only and not parsed().starts_only
+    with pytest.raises(ConfigError, match="pick one"):
+        run_learning(parsed("--smoke", "--starts-only", "--finished-only"))
+
+
 def test_chosen_seeds_name_the_same_runs_as_a_count(tmp_path: Path) -> None:
     from distrl_tasks.cli.bench import settings_from_args
 
