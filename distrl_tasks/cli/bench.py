@@ -87,12 +87,13 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not write the results file, nor plots into the tree (they go to the workdir)",
     )
-    p.add_argument(
+    only = p.add_mutually_exclusive_group()  # one reads the cache, the other builds into it
+    only.add_argument(
         "--finished-only",
         action="store_true",
         help="print the table of the runs finished so far in --workdir; starts no run",
     )
-    p.add_argument(
+    only.add_argument(
         "--starts-only",
         action="store_true",
         help="build, evaluate and export each task set's SFT start in --workdir; runs no method",
@@ -188,8 +189,6 @@ def run_learning(args: argparse.Namespace, command: str | None = None) -> int:
         run_benchmark,
     )  # lazy: numpy + the simulator (CLI start-up)
 
-    if args.finished_only and args.starts_only:
-        raise ConfigError("--finished-only starts nothing and --starts-only builds: pick one")
     settings = settings_from_args(args)
     export_dir = export_dir_from_args(args)
     if args.starts_only:
