@@ -49,8 +49,9 @@ def _seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
-def add_learning_arguments(p: argparse.ArgumentParser) -> None:
-    """The benchmark's flags (defaults: the full preset, or the smoke preset with --smoke)."""
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that say which runs to make and how (defaults: the full preset, or the smoke
+    preset with --smoke); the learning benchmark and the ablation share them."""
     p.add_argument(
         "--smoke", action="store_true", help="tiny settings that check the machinery (minutes)"
     )
@@ -79,13 +80,29 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         "then replace the target's row in benchmarks/RESULTS.md with its figure and link)",
     )
     p.add_argument(
-        "--plots-dir",
-        help="where the PNGs go (default benchmarks/plots; with --no-results <workdir>/plots)",
-    )
-    p.add_argument(
         "--no-results",
         action="store_true",
         help="do not write the results file, nor plots into the tree (they go to the workdir)",
+    )
+    p.add_argument(
+        "--reference-profiles",
+        type=_csv,
+        help="also evaluate the final policies under these world profiles (default static,hostile;"
+        " 'none' for no reference evaluation)",
+    )
+    p.add_argument(
+        "--fresh", action="store_true", help="discard cached runs in --workdir and start over"
+    )
+    add_config_flags(p)  # --config, --set: applied to every run
+
+
+def add_learning_arguments(p: argparse.ArgumentParser) -> None:
+    """The learning benchmark's flags: the run flags, plus its plots, exports and the modes that
+    read or build the cache alone (the ablation has none of these)."""
+    add_run_arguments(p)
+    p.add_argument(
+        "--plots-dir",
+        help="where the PNGs go (default benchmarks/plots; with --no-results <workdir>/plots)",
     )
     only = p.add_mutually_exclusive_group()  # one reads the cache, the other builds into it
     only.add_argument(
@@ -99,18 +116,9 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         help="build, evaluate and export each task set's SFT start in --workdir; runs no method",
     )
     p.add_argument(
-        "--reference-profiles",
-        type=_csv,
-        help="also evaluate the final policies under these world profiles (default static,hostile;"
-        " 'none' for no reference evaluation)",
-    )
-    p.add_argument(
         "--with-reference",
         action="store_true",
         help="with --finished-only: add the reference-profile table (evaluates what is not cached)",
-    )
-    p.add_argument(
-        "--fresh", action="store_true", help="discard cached runs in --workdir and start over"
     )
     p.add_argument(
         "--export-dir",
@@ -119,7 +127,6 @@ def add_learning_arguments(p: argparse.ArgumentParser) -> None:
         "none with --smoke)",
     )
     p.add_argument("--no-export", action="store_true", help="neither read nor write run exports")
-    add_config_flags(p)  # --config, --set: applied to every run
 
 
 def settings_from_args(args: argparse.Namespace):
@@ -276,7 +283,7 @@ def add_bench_commands(sub: argparse._SubParsersAction) -> None:
         "learning rate of --lrs (the same search for all; the rate is chosen by train success), "
         "with the learning benchmark's settings, flags and run cache.",
     )
-    add_learning_arguments(ablation)
+    add_run_arguments(ablation)
     ablation.add_argument(
         "--parts", type=_csv, default=("factorial", "variants"), help="factorial,variants"
     )

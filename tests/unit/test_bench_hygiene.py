@@ -330,6 +330,23 @@ def test_starts_only_and_finished_only_together_are_refused(
     assert "not allowed with argument --starts-only" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "flag", ["--finished-only", "--starts-only", "--with-reference", "--no-export"]
+)
+def test_the_ablation_refuses_the_learning_benchmarks_own_modes(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distrl_tasks.cli.main import build_parser
+
+    parser = build_parser()
+    assert getattr(parser.parse_args(["bench", "learning", flag]), flag[2:].replace("-", "_"))
+    with pytest.raises(SystemExit) as info:  # the ablation would ignore it, so it is refused
+        parser.parse_args(["bench", "ablation", flag])
+    assert info.value.code == 2
+    assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
+    assert parser.parse_args(["bench", "ablation", "--seeds", "2,", "--fresh"]).seeds == (2,)
+
+
 def test_chosen_seeds_name_the_same_runs_as_a_count(tmp_path: Path) -> None:
     from distrl_tasks.cli.bench import settings_from_args
 
