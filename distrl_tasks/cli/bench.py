@@ -281,7 +281,8 @@ def add_bench_commands(sub: argparse._SubParsersAction) -> None:
         help="issue 21's ablation: async/sync x DistRL/DigiRL/Filtered BC, and A-RIDE variants",
         description="Every arm of the 2x3 factorial and the A-RIDE variants, each at every "
         "learning rate of --lrs (the same search for all; the rate is chosen by train success), "
-        "with the learning benchmark's settings, flags and run cache.",
+        "with the learning benchmark's settings, run flags and run cache (not its export, plot or "
+        "start flags).",
     )
     add_run_arguments(ablation)
     ablation.add_argument(
