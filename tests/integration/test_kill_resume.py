@@ -65,7 +65,11 @@ def _env() -> dict[str, str]:
 def _collecting(project: Path, raw: Path) -> bool:
     """An actor is mid-collection after the first: an episode of an unfinished collection of
     round 2 or later is journaled (the learner is busy with round 1 or done with it)."""
-    for entry in raw.glob(".journal/r*-w*-train/*.parquet"):
+    try:
+        entries = list(raw.glob(".journal/r*-w*-train/*.parquet"))
+    except FileNotFoundError:  # a collection committed (its journal left) mid-listing: poll again
+        return False
+    for entry in entries:
         round_ = int(entry.parent.name[1:7])
         if round_ > 1 and not (raw / f"collect-r{round_:06d}-w00.json").exists():
             return True
