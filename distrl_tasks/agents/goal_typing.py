@@ -1,4 +1,5 @@
-"""Typing from the goal (``agent.goal_typing``): every word the policy types is a goal word.
+"""Typing from the goal (``agent.goal_typing``): the policy types the goal's words, each no more
+often than the goal holds it.
 
 Why: the base's wrong queries were mostly words its output head had memorised instead of a copy
 of the goal (benchmarks/results/2026-11-27-base-span-scores-copy-starts-stops.md). In the
@@ -8,8 +9,14 @@ alike when sampling (both loops) and when the learner scores, so that behaviour 
 log-probs stay one distribution:
 
     inside the ``typed_text`` field, an id may be written only if, appended to the text typed
-    so far, every finished word (a run of letters and digits, case-folded) is a word of the goal
-    and the unfinished last word is the start of one.
+    so far, every finished word (a run of letters and digits, case-folded) is a word of the goal,
+    no word is finished more often than the goal holds it, and the unfinished last word is the
+    start of a goal word not used up yet.
+
+The count is what stops a copy that runs on past the query's closing quote and types the query
+again up to the grammar's cap (every word of such a text is a goal word). It forbids nothing the
+expert types: no goal of either task set has a parameter made of its words that repeats one more
+often than the goal does (tests/unit/test_goal_typing.py).
 
 Characters between words (spaces, punctuation) are free; the rest of the action (type, points,
 the fixed format) is untouched. Where the rule would leave a grammar state no id (a JSON escape,
@@ -21,15 +28,16 @@ re-segments is scored on the tokenizer's ids; those stay allowed at teacher forc
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import torch
 
 from distrl_tasks.protocol.observation import goal_of_prompt
 
-# (goal, unfinished word) pairs remembered with their masks (an episode repeats its goal)
+# (goal, unfinished word, finished words) keys remembered with their masks (an episode repeats
+# its goal and its query)
 _CACHE_SIZE = 8192
 
 
@@ -54,11 +62,20 @@ def unfinished_word(typed: str) -> str:
     return words(typed)[-1]
 
 
+def typing_state(typed: str) -> tuple[str, tuple[str, ...]]:
+    """What the rule reads of the text typed so far: the unfinished word (:func:`unfinished_word`)
+    and the finished words, sorted (their order does not matter to the count)."""
+    partial = unfinished_word(typed)
+    done = words(typed)
+    if partial:
+        done.pop()
+    return partial, tuple(sorted(done))
+
+
 @lru_cache(maxsize=1024)
-def _vocabulary(goal: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The goal's words and every start of one (the empty start included)."""
-    ws = frozenset(words(goal))
-    return ws, frozenset(w[:i] for w in ws for i in range(len(w) + 1))
+def _goal_counts(goal: str) -> Mapping[str, int]:
+    """How often each word occurs in the goal (read only: the cache shares it)."""
+    return Counter(words(goal))
 
 
 def restrict(
@@ -105,30 +122,41 @@ class GoalTyping:
 
     def __init__(self, piece_texts: Sequence[str]) -> None:
         self.texts = list(piece_texts)
-        self._cache: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
+        self._lowered = [t.lower() for t in self.texts]
+        self._cache: OrderedDict[tuple[str, str, tuple[str, ...]], torch.Tensor] = OrderedDict()
 
     @property
     def vocab_size(self) -> int:
         return len(self.texts)
 
-    def mask(self, goal: str, partial: str = "") -> torch.Tensor:
-        """``[V]`` bool: the ids the typed text for ``goal`` may take next, when it ends inside
-        the word ``partial`` (:func:`unfinished_word`; "" between words)."""
-        key = (goal, partial)
+    def mask(self, goal: str, typed: str = "") -> torch.Tensor:
+        """``[V]`` bool: the ids the typed text for ``goal`` may take next, when ``typed`` is the
+        text typed so far in the field."""
+        partial, done = typing_state(typed)
+        key = (goal, partial, done)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        whole, starts = _vocabulary(goal)
+        left = Counter(_goal_counts(goal))
+        left.subtract(done)
 
         def fits(piece: str) -> bool:
-            text = partial + piece.lower()
+            text = partial + piece
             runs = words(text)
-            if text and text[-1].isalnum():  # the last run is unfinished: a start of a word
-                return runs[-1] in starts and all(w in whole for w in runs[:-1])
-            return all(w in whole for w in runs)
+            # the last run is unfinished: the start of a goal word still left once the others
+            # are counted
+            start = runs.pop() if text and text[-1].isalnum() else None
+            if len(runs) == 1:  # the common case, without a Counter
+                if left[runs[0]] < 1:
+                    return False
+            elif runs and any(left[w] < c for w, c in Counter(runs).items()):
+                return False
+            if start is None:
+                return True
+            return any(w.startswith(start) and n > runs.count(w) for w, n in left.items())
 
-        out = torch.tensor([fits(t) for t in self.texts])
+        out = torch.tensor([fits(t) for t in self._lowered])
         self._cache[key] = out
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
@@ -161,7 +189,7 @@ class GoalTyping:
             goal, typed = goal_of_prompt(prompt), ""
             for pos, (token, state) in enumerate(zip(ids, walk, strict=False)):
                 if in_text[state]:
-                    out[row, pos] = self.mask(goal, unfinished_word(typed))
+                    out[row, pos] = self.mask(goal, typed)
                     typed += self.texts[token]
         return out
 
@@ -176,7 +204,7 @@ class GoalTypingRun:
     def masks(self, device: torch.device | str) -> torch.Tensor:
         """``[B, V]``: each row's mask for its next id (used where its state is in the text)."""
         pairs = zip(self.goals, self.typed, strict=True)
-        return torch.stack([self.rule.mask(g, unfinished_word(t)) for g, t in pairs]).to(device)
+        return torch.stack([self.rule.mask(g, t) for g, t in pairs]).to(device)
 
     def advance(
         self,

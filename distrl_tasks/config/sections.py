@@ -182,8 +182,9 @@ class AgentConfig:
     pointer_elements: int = 16  # most elements offered, the goal's first (agent.pointer)
     max_new_tokens: int = 128  # decoding budget for one action string (a byte-level tap takes 160)
     constrained_decoding: bool = True  # decode only well-formed AutoUI actions (false: free text)
-    # with constrained_decoding, every word the policy types is a goal word (agents/goal_typing.py;
-    # like the grammar itself, it has no effect on free decoding or on agent.model: vlm)
+    # with constrained_decoding, every word the policy types is a goal word, used no more often
+    # than the goal holds it (agents/goal_typing.py; like the grammar itself, it has no effect on
+    # free decoding or on agent.model: vlm)
     goal_typing: bool = True
     max_prompt_tokens: int = 512  # prompts are left-truncated to this length
     critic_text_encoder: Literal["hashed", "minilm", "roberta"] = "hashed"  # critics' text input

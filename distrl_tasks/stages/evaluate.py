@@ -49,8 +49,9 @@ from distrl_tasks.tracking.versions import eval_tasks_key
 EVAL_DIR = Path("runs") / "eval"
 # Part of every cached evaluation's name: bump it when the verdicts of the same checkpoint on
 # the same tasks change (2: cut-off outputs became invalid actions; 3: typed-query match added to
-# the manifest; 4: the pointer's offered elements joined the key), so no stale result is reused.
-PROTOCOL = 4
+# the manifest; 4: the pointer's offered elements joined the key; 5: goal typing counts each
+# word), so no stale result is reused.
+PROTOCOL = 5
 # Decoding budget that holds any canonical AutoUI action including typed text, per tokenizer: a
 # byte-level one spends a token per byte (the config's 128 cuts such actions off), the bootstrap's
 # SentencePiece vocabulary at most 77 tokens over every General and WebShop expert action. An

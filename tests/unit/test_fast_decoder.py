@@ -11,7 +11,7 @@ from transformers import T5Config
 
 from distrl_tasks.agents.autoui import AutoUIModel, build_tiny_model, tiny_t5_config
 from distrl_tasks.agents.fast_decoder import DecoderRun
-from distrl_tasks.agents.goal_typing import GoalTyping, unfinished_word
+from distrl_tasks.agents.goal_typing import GoalTyping
 from distrl_tasks.agents.grammar import ActionGrammar, grammar_for
 from distrl_tasks.agents.policy import AutoUIPolicy, Observation, format_prompt
 from distrl_tasks.agents.tokenizer import ByteTokenizer, SentencePieceTokenizer
@@ -247,7 +247,7 @@ def _rule_breaks(policy: AutoUIPolicy, rows: list[list[int]], goals: list[str]) 
         typed = ""
         for token, state in zip(ids, walk, strict=True):
             if grammar.in_text[state]:
-                both = grammar.allowed[state] & rule.mask(goal, unfinished_word(typed))
+                both = grammar.allowed[state] & rule.mask(goal, typed)
                 breaks += bool(both.any()) and not bool(both[token])
                 typed += rule.texts[token]
     return breaks

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+import pytest
 import torch
 
 from distrl_tasks.agents.goal_typing import (
     GoalTyping,
     restrict,
+    typing_state,
     unfinished_word,
     words,
 )
 from distrl_tasks.protocol.actions import format_action, type_text
 from distrl_tasks.protocol.observation import format_prompt, goal_of_prompt
+from distrl_tasks.tasks import load_goals, parse_goal, unique_goals
 
 PIECES = ["", " walmart", " target", "s", " a", ".com", '"', " Dell", "ell", "12", " ", " xps"]
 GOAL = 'Search for "Dell XPS 12" on Walmart'
@@ -29,6 +34,8 @@ def test_words_and_the_unfinished_word() -> None:
     assert words("What's the news in Bolivia?") == ["what", "s", "the", "news", "in", "bolivia"]
     assert unfinished_word("dell xp") == "xp"
     assert unfinished_word("dell ") == "" and unfinished_word("") == ""
+    assert typing_state("xps dell xp") == ("xp", ("dell", "xps"))
+    assert typing_state("dell, ") == ("", ("dell",)) and typing_state("") == ("", ())
 
 
 def test_masks_allow_what_continues_goal_words_only() -> None:
@@ -39,7 +46,7 @@ def test_masks_allow_what_continues_goal_words_only() -> None:
     # no goal word
     assert start.tolist() == [True, True, False, True, False, False, True, True, False, True,
                               True, True]  # fmt: skip
-    assert typing.mask(GOAL) is start  # remembered per goal and unfinished word
+    assert typing.mask(GOAL) is start  # remembered per goal and text state
     # inside "d": "ell" finishes "dell"; a space or a quote after "d" would leave "d" unfinished
     # as a whole word, which the goal does not have
     inside = typing.mask(GOAL, "d")
@@ -50,6 +57,41 @@ def test_masks_allow_what_continues_goal_words_only() -> None:
     assert after[PIECES.index(" ")] and after[PIECES.index('"')] and after[PIECES.index(" xps")]
     # the same id lists for another goal differ: ".com" is allowed where "com" is a goal word
     assert typing.mask("go to target.com", "target")[PIECES.index(".com")]
+
+
+def test_no_word_is_typed_more_often_than_the_goal_holds_it() -> None:
+    typing = GoalTyping(PIECES)
+    # the query typed once: " Dell" and " xps" are used up, so neither may start again (a copy
+    # that runs past the closing quote); "12" is still left, symbols and spaces stay free
+    done = typing.mask(GOAL, "dell xps ")
+    assert not done[PIECES.index(" Dell")] and not done[PIECES.index(" xps")]
+    assert done[PIECES.index("12")] and done[PIECES.index('"')] and done[PIECES.index(" ")]
+    # inside a used-up word's start nothing may finish it: "d" + "ell" would be a second "dell"
+    assert not typing.mask(GOAL, "dell d")[PIECES.index("ell")]
+    # a word the goal holds twice may be typed twice, not three times
+    twice = 'Search for "dell dell" on Walmart'
+    assert typing.mask(twice, "dell")[PIECES.index(" Dell")]
+    assert not typing.mask(twice, "dell dell")[PIECES.index(" Dell")]
+    # a piece that finishes one word and starts another counts both
+    assert typing.mask(GOAL, "walmart")[PIECES.index(" Dell")]
+    assert not typing.mask(GOAL, "dell walmart")[PIECES.index(" Dell")]
+
+
+@pytest.mark.parametrize("task_set", ["general", "webshop"])
+def test_no_goal_parameter_repeats_a_word_its_goal_holds_fewer_times(task_set: str) -> None:
+    """What the expert types comes from the goal's parameters (its query, site, app, contact):
+    where those are made of goal words, none holds a word more often than the goal, so the count
+    forbids nothing a demonstration types."""
+    checked = 0
+    for split in ("train", "test"):
+        for goal in unique_goals(load_goals(task_set, split)):
+            have = Counter(words(goal))
+            for value in parse_goal(goal).params.values():
+                need = Counter(words(value)) if isinstance(value, str) else Counter()
+                if need and all(w in have for w in need):
+                    checked += 1
+                    assert all(have[w] >= n for w, n in need.items()), (goal, value)
+    assert checked > 300
 
 
 def test_position_masks_follow_the_typed_text() -> None:
@@ -63,8 +105,8 @@ def test_position_masks_follow_the_typed_text() -> None:
     assert masks.shape == (1, 5, len(PIECES))
     assert bool(masks[0, 0].all()) and bool(masks[0, 4].all())  # outside the text, padding
     assert torch.equal(masks[0, 1], typing.mask(GOAL))
-    assert torch.equal(masks[0, 2], typing.mask(GOAL, "dell"))
-    assert torch.equal(masks[0, 3], typing.mask(GOAL, "xps"))
+    assert torch.equal(masks[0, 2], typing.mask(GOAL, " Dell"))
+    assert torch.equal(masks[0, 3], typing.mask(GOAL, " Dell xps"))
     # a decoding loop's tracker gives the same masks as it advances
     run = typing.start([prompt])
     in_text = torch.tensor([False, True])
